@@ -1,0 +1,272 @@
+"""Compile a decoding plan into a specialised Python function (the fast path).
+
+For each (message, version) the plan is turned into straight-line Python source, compiled
+once with ``compile``/``exec`` and cached: runs of fixed-size fields become one precompiled
+``struct.Struct.unpack_from``, lengths are read inline, and nested structs become nested
+functions. The generated decoder is *strict*: any departure from the layout (truncation, a
+null in a non-nullable field, invalid UTF-8, a count larger than the bytes left, a tagged
+value that does not fill its size) raises, and the caller falls back to the lenient
+interpreter (:mod:`.lenient`) which reports the field path and offset.
+
+Decoded values: dicts keyed by snake_case field names in wire order; ints, bools, floats,
+``str``, ``bytes``, uuids as Kafka's text form (``uuid_to_str``), ``records`` as
+:class:`RawRecords`, arrays as lists, ``None`` for nulls. Tagged fields appear only when
+present on the wire; unknown tagged fields are kept raw under ``_unknown_tagged_fields`` as
+``[{"tag": int, "data": bytes}]``.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Callable
+
+from kafkasniff.protocol.primitives import RawRecords, read_uvarint, uuid_to_str
+from kafkasniff.protocol.schema import FIXED_SIZES, STRUCT_CODES, FieldPlan, StructPlan
+
+UNKNOWN_TAGS_KEY = "_unknown_tagged_fields"
+
+
+class StrictDecodeFailure(Exception):
+    """Raised by generated code for a departure that is not a plain truncation."""
+
+
+StrictDecoder = Callable[[bytes, int], tuple[dict, int]]
+
+
+class _Gen:
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.consts: dict[str, object] = {}
+        self.struct_funcs: dict[int, str] = {}
+        self.pending: list[tuple[str, StructPlan]] = []
+        self.counter = 0
+
+    def fresh(self, prefix: str) -> str:
+        self.counter += 1
+        return f"{prefix}{self.counter}"
+
+    def const(self, value: object, prefix: str) -> str:
+        name = self.fresh(prefix)
+        self.consts[name] = value
+        return name
+
+    def unpacker(self, fmt: str) -> str:
+        key = "_S_" + "".join(c if c.isalnum() else "_" for c in fmt)
+        if key not in self.consts:
+            self.consts[key] = struct.Struct(">" + fmt).unpack_from
+        return key
+
+    def func_for(self, plan: StructPlan) -> str:
+        name = self.struct_funcs.get(id(plan))
+        if name is None:
+            name = f"_d_{plan.name}_{len(self.struct_funcs)}"
+            self.struct_funcs[id(plan)] = name
+            self.pending.append((name, plan))
+        return name
+
+
+def _emit_length(g: _Gen, out: list[str], ind: str, var: str, compact: bool, width: str) -> None:
+    """Emit code reading a length/count into ``var`` (compact: uvarint minus one)."""
+    if compact:
+        out.append(f"{ind}{var} = buf[pos]")
+        out.append(f"{ind}if {var} < 128:")
+        out.append(f"{ind}    pos += 1")
+        out.append(f"{ind}else:")
+        out.append(f"{ind}    {var}, pos = _uvarint(buf, pos)")
+        out.append(f"{ind}{var} -= 1")
+    else:
+        u = g.unpacker(width)
+        size = 2 if width == "h" else 4
+        out.append(f"{ind}{var} = {u}(buf, pos)[0]")
+        out.append(f"{ind}pos += {size}")
+
+
+def _emit_value(g: _Gen, out: list[str], ind: str, f: FieldPlan, target: str,
+                kind: str | None = None, nullable: bool | None = None) -> None:
+    """Emit code decoding one value of field ``f`` into local ``target`` and advancing pos."""
+    kind = kind or f.kind
+    nullable = f.nullable if nullable is None else nullable
+    if kind in FIXED_SIZES:
+        u = g.unpacker(STRUCT_CODES[kind])
+        if kind == "uuid":
+            out.append(f"{ind}{target} = _uuid({u}(buf, pos)[0])")
+        else:
+            out.append(f"{ind}{target} = {u}(buf, pos)[0]")
+        out.append(f"{ind}pos += {FIXED_SIZES[kind]}")
+        return
+    if kind in ("string", "bytes", "records"):
+        n = g.fresh("n")
+        _emit_length(g, out, ind, n, f.compact, "h" if kind == "string" else "i")
+        out.append(f"{ind}if {n} < 0:")
+        if nullable:
+            out.append(f"{ind}    {target} = None")
+        else:
+            out.append(f"{ind}    raise _Fail({f.key!r})")
+        out.append(f"{ind}else:")
+        out.append(f"{ind}    e = pos + {n}")
+        out.append(f"{ind}    if e > L:")
+        out.append(f"{ind}        raise _Fail({f.key!r})")
+        if kind == "string":
+            out.append(f"{ind}    {target} = buf[pos:e].decode()")
+        elif kind == "bytes":
+            out.append(f"{ind}    {target} = buf[pos:e]")
+        else:
+            out.append(f"{ind}    {target} = _Records(buf[pos:e])")
+        out.append(f"{ind}    pos = e")
+        return
+    if kind == "struct":
+        fn = g.func_for(f.struct)
+        if nullable:
+            m = g.fresh("m")
+            if f.tag is not None:
+                out.append(f"{ind}{m}, pos = _uvarint(buf, pos)")
+                out.append(f"{ind}if {m} <= 0:")
+            else:
+                out.append(f"{ind}{m} = buf[pos]")
+                out.append(f"{ind}pos += 1")
+                out.append(f"{ind}if {m} >= 128:")
+            out.append(f"{ind}    {target} = None")
+            out.append(f"{ind}else:")
+            out.append(f"{ind}    {target}, pos = {fn}(buf, pos)")
+        else:
+            out.append(f"{ind}{target}, pos = {fn}(buf, pos)")
+        return
+    if kind == "array":
+        n = g.fresh("n")
+        _emit_length(g, out, ind, n, f.compact, "i")
+        out.append(f"{ind}if {n} < 0:")
+        if nullable:
+            out.append(f"{ind}    {target} = None")
+        else:
+            out.append(f"{ind}    raise _Fail({f.key!r})")
+        out.append(f"{ind}elif {n} > L - pos:")
+        out.append(f"{ind}    raise _Fail({f.key!r})")
+        out.append(f"{ind}else:")
+        items = f.items
+        ind2 = ind + "    "
+        if items in FIXED_SIZES:
+            code = STRUCT_CODES[items]
+            size = FIXED_SIZES[items]
+            if items == "uuid":
+                out.append(f"{ind2}{target} = [_uuid(x) for x in _unpack('>' + '16s' * {n}, buf, pos)]")
+            else:
+                out.append(f"{ind2}{target} = list(_unpack('>%d{code}' % {n}, buf, pos))")
+            out.append(f"{ind2}pos += {size} * {n}")
+        elif items == "struct":
+            fn = g.func_for(f.struct)
+            lst = g.fresh("a")
+            x = g.fresh("x")
+            out.append(f"{ind2}{lst} = []")
+            out.append(f"{ind2}for _ in range({n}):")
+            out.append(f"{ind2}    {x}, pos = {fn}(buf, pos)")
+            out.append(f"{ind2}    {lst}.append({x})")
+            out.append(f"{ind2}{target} = {lst}")
+        else:  # arrays of strings / bytes: elements are never nullable
+            lst = g.fresh("a")
+            x = g.fresh("x")
+            out.append(f"{ind2}{lst} = []")
+            out.append(f"{ind2}for _ in range({n}):")
+            _emit_value(g, out, ind2 + "    ", f, x, kind=items, nullable=False)
+            out.append(f"{ind2}    {lst}.append({x})")
+            out.append(f"{ind2}{target} = {lst}")
+        return
+    raise StrictDecodeFailure(f"cannot compile field kind {kind}")
+
+
+def _emit_struct(g: _Gen, fname: str, plan: StructPlan) -> list[str]:
+    out = [f"def {fname}(buf, pos):", "    L = len(buf)"]
+    ind = "    "
+    names: list[tuple[str, str]] = []
+    fields = plan.fields
+    i = 0
+    while i < len(fields):
+        f = fields[i]
+        if f.kind in FIXED_SIZES:
+            j = i
+            fmt = ""
+            size = 0
+            run: list[FieldPlan] = []
+            while j < len(fields) and fields[j].kind in FIXED_SIZES:
+                fmt += STRUCT_CODES[fields[j].kind]
+                size += FIXED_SIZES[fields[j].kind]
+                run.append(fields[j])
+                j += 1
+            u = g.unpacker(fmt)
+            locs = [g.fresh("v") for _ in run]
+            out.append(f"{ind}{', '.join(locs)}{',' if len(locs) == 1 else ''} = {u}(buf, pos)")
+            out.append(f"{ind}pos += {size}")
+            for loc, rf in zip(locs, run):
+                if rf.kind == "uuid":
+                    out.append(f"{ind}{loc} = _uuid({loc})")
+                names.append((rf.key, loc))
+            i = j
+            continue
+        loc = g.fresh("v")
+        _emit_value(g, out, ind, f, loc)
+        names.append((f.key, loc))
+        i += 1
+    body = ", ".join(f"{k!r}: {v}" for k, v in names)
+    out.append(f"{ind}d = {{{body}}}")
+    if plan.flexible:
+        out.append(f"{ind}nt = buf[pos]")
+        out.append(f"{ind}if nt < 128:")
+        out.append(f"{ind}    pos += 1")
+        out.append(f"{ind}else:")
+        out.append(f"{ind}    nt, pos = _uvarint(buf, pos)")
+        out.append(f"{ind}if nt:")
+        out.append(f"{ind}    if nt > L - pos:")
+        out.append(f"{ind}        raise _Fail('tagged fields')")
+        out.append(f"{ind}    last = -1")
+        out.append(f"{ind}    for _ in range(nt):")
+        ind2 = ind + "        "
+        out.append(f"{ind2}tag, pos = _uvarint(buf, pos)")
+        out.append(f"{ind2}size, pos = _uvarint(buf, pos)")
+        out.append(f"{ind2}if tag <= last:")
+        out.append(f"{ind2}    raise _Fail('tag order')")
+        out.append(f"{ind2}last = tag")
+        out.append(f"{ind2}te = pos + size")
+        out.append(f"{ind2}if te > L:")
+        out.append(f"{ind2}    raise _Fail('tagged field size')")
+        first = True
+        for tag in sorted(plan.tagged):
+            tf = plan.tagged[tag]
+            out.append(f"{ind2}{'if' if first else 'elif'} tag == {tag}:")
+            first = False
+            loc = g.fresh("t")
+            _emit_value(g, out, ind2 + "    ", tf, loc)
+            out.append(f"{ind2}    if pos != te:")
+            out.append(f"{ind2}        raise _Fail({tf.key!r})")
+            out.append(f"{ind2}    d[{tf.key!r}] = {loc}")
+            out.append(f"{ind2}    continue")
+        out.append(f"{ind2}d.setdefault({UNKNOWN_TAGS_KEY!r}, []).append("
+                   f"{{'tag': tag, 'data': buf[pos:te]}})")
+        out.append(f"{ind2}pos = te")
+    out.append(f"{ind}return d, pos")
+    return out
+
+
+def compile_plan(plan: StructPlan) -> StrictDecoder:
+    """Compile ``plan`` into ``decode(buf, pos) -> (dict, end_pos)``.
+
+    The returned function raises ``IndexError``, ``struct.error``, ``UnicodeDecodeError``,
+    ``ValueError`` or :class:`StrictDecodeFailure` on any departure from the layout; it never
+    loops more than the buffer allows (array counts are bounded by the bytes left).
+    """
+    g = _Gen()
+    top = g.func_for(plan)
+    src: list[str] = []
+    while g.pending:
+        fname, p = g.pending.pop()
+        src.extend(_emit_struct(g, fname, p))
+        src.append("")
+    namespace: dict[str, object] = {
+        "_uvarint": read_uvarint, "_uuid": uuid_to_str, "_Records": RawRecords,
+        "_Fail": StrictDecodeFailure, "_unpack": struct.unpack_from,
+    }
+    namespace.update(g.consts)
+    code = compile("\n".join(src), f"<kafkasniff decoder {plan.name}>", "exec")
+    exec(code, namespace)  # noqa: S102 - source generated from our own definitions
+    fn = namespace[top]
+    fn.__doc__ = f"Strict decoder for {plan.name} (generated)."
+    fn._source = "\n".join(src)  # type: ignore[attr-defined]
+    return fn  # type: ignore[return-value]

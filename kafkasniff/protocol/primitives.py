@@ -1,0 +1,92 @@
+"""Kafka wire primitives shared by the decoders.
+
+Unsigned varints (KIP-482, protobuf style, little-endian base-128), zig-zag varints and
+varlongs (record batches), Kafka's textual UUID form, and the raw-records wrapper.
+"""
+
+from __future__ import annotations
+
+import base64
+from dataclasses import dataclass
+
+
+class Truncated(Exception):
+    """Internal: a read ran past the end of the buffer (turned into DecodeError by callers)."""
+
+
+def read_uvarint(buf: bytes, pos: int) -> tuple[int, int]:
+    """Read an unsigned varint (at most 5 bytes for 32-bit values, accepted up to 10).
+
+    Returns ``(value, new_pos)``. Raises IndexError at the end of the buffer and
+    ValueError when the varint is longer than 10 bytes.
+    """
+    b = buf[pos]
+    if b < 0x80:
+        return b, pos + 1
+    value = b & 0x7F
+    shift = 7
+    pos += 1
+    while True:
+        b = buf[pos]
+        pos += 1
+        value |= (b & 0x7F) << shift
+        if b < 0x80:
+            return value, pos
+        shift += 7
+        if shift > 63:
+            raise ValueError("varint longer than 10 bytes")
+
+
+def read_varint(buf: bytes, pos: int) -> tuple[int, int]:
+    """Read a zig-zag signed varint/varlong (record batch fields). Returns ``(value, new_pos)``."""
+    raw, pos = read_uvarint(buf, pos)
+    return (raw >> 1) ^ -(raw & 1), pos
+
+
+def write_uvarint(value: int) -> bytes:
+    """Encode an unsigned varint (used by test encoders and crafted captures)."""
+    if value < 0:
+        raise ValueError("uvarint must be >= 0")
+    out = bytearray()
+    while value >= 0x80:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def write_varint(value: int) -> bytes:
+    """Encode a zig-zag signed varint/varlong."""
+    return write_uvarint((value << 1) ^ (value >> 63))
+
+
+def uuid_to_str(raw: bytes) -> str:
+    """Kafka's textual UUID: URL-safe base64 of the 16 bytes, no padding (``Uuid.toString``)."""
+    return base64.urlsafe_b64encode(raw)[:22].decode("ascii")
+
+
+def uuid_from_str(text: str) -> bytes:
+    """Inverse of :func:`uuid_to_str`. Raises ValueError on a malformed string."""
+    raw = base64.urlsafe_b64decode(text + "==")
+    if len(raw) != 16:
+        raise ValueError(f"not a Kafka uuid: {text!r}")
+    return raw
+
+
+ZERO_UUID = uuid_to_str(bytes(16))
+
+
+@dataclass(frozen=True, slots=True)
+class RawRecords:
+    """The bytes of a ``records`` field (message sets or record batches), not decoded here.
+
+    Attributes:
+        data: the field's bytes, exactly as on the wire.
+    """
+
+    data: bytes
+
+    @property
+    def size_bytes(self) -> int:
+        """Length of the records data in bytes."""
+        return len(self.data)

@@ -1,0 +1,270 @@
+"""Loading the generated definitions (``dissectors/``) and turning them into decoding plans.
+
+A *plan* is the layout of one struct at one version with every version-dependent decision
+already taken: which fields are present, which are nullable, which use the compact (flexible)
+encoding, which are tagged. Both the compiled fast decoder (:mod:`.codegen`) and the lenient
+interpreter (:mod:`.lenient`) work from plans, so they cannot disagree on the layout.
+
+Definitions directory lookup order: the ``directory`` argument, ``$KAFKASNIFF_DISSECTORS``,
+the copy installed inside the package (``kafkasniff/dissectors``), the repository's
+``dissectors/`` next to the package.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from kafkasniff.errors import DefinitionError
+
+FIXED_SIZES = {"int8": 1, "int16": 2, "int32": 4, "int64": 8, "uint16": 2, "uint32": 4,
+               "float64": 8, "bool": 1, "uuid": 16}
+STRUCT_CODES = {"int8": "b", "int16": "h", "int32": "i", "int64": "q", "uint16": "H",
+                "uint32": "I", "float64": "d", "bool": "?", "uuid": "16s"}
+
+
+def _in(rng, version: int) -> bool:
+    if rng is None or rng == "none":
+        return False
+    lo, hi = rng
+    return version >= lo and (hi is None or version <= hi)
+
+
+@dataclass(frozen=True, slots=True)
+class ApiInfo:
+    """One API key as the definitions describe it.
+
+    Attributes:
+        api_key: the int16 API key.
+        name: e.g. ``"Produce"``.
+        min_version / max_version: valid version range (dropped versions included).
+        flexible_from: first flexible version, or ``None`` if never flexible.
+        request / response: message names of the two specs.
+        listeners: which servers accept it (``broker``, ``controller``, ``zkBroker``).
+    """
+
+    api_key: int
+    name: str
+    min_version: int
+    max_version: int
+    flexible_from: int | None
+    request: str
+    response: str
+    listeners: tuple[str, ...]
+
+    def is_flexible(self, version: int) -> bool:
+        """Whether ``version`` uses the flexible encoding (KIP-482); open-ended upwards."""
+        return self.flexible_from is not None and version >= self.flexible_from
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorInfo:
+    """One Kafka error code: ``code`` (int16), ``name`` (e.g. ``NOT_LEADER_OR_FOLLOWER``), ``retriable``."""
+
+    code: int
+    name: str
+    retriable: bool
+
+
+@dataclass(frozen=True, slots=True)
+class FieldPlan:
+    """One field of a struct at one version.
+
+    Attributes:
+        key: snake_case name used in decoded dicts.
+        kind: ``int8`` ... ``uuid``, ``string``, ``bytes``, ``records``, ``struct``, ``array``.
+        items: element kind for arrays (a primitive kind or ``struct``), else ``None``.
+        struct: the element/struct plan for struct kinds, else ``None``.
+        compact: compact (uvarint-length) encoding for strings/bytes/records/arrays.
+        nullable: null allowed at this version.
+        tag: the tag number of a tagged field, else ``None``.
+        entity_type: Kafka's ``entityType`` (``topicName``, ``brokerId`` ...), or ``None``.
+    """
+
+    key: str
+    kind: str
+    items: str | None
+    struct: "StructPlan | None"
+    compact: bool
+    nullable: bool
+    tag: int | None
+    entity_type: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class StructPlan:
+    """A struct (or a whole message body) at one version.
+
+    Attributes:
+        name: struct or message name.
+        fields: the untagged fields in wire order.
+        tagged: tagged fields by tag number.
+        flexible: whether a tagged-field section ends the struct.
+    """
+
+    name: str
+    fields: tuple[FieldPlan, ...]
+    tagged: dict[int, FieldPlan]
+    flexible: bool
+
+    def min_size(self) -> int:
+        """Smallest possible encoded size in bytes (used to bound array counts)."""
+        size = 1 if self.flexible else 0
+        for f in self.fields:
+            size += field_min_size(f)
+        return size
+
+
+def field_min_size(f: FieldPlan) -> int:
+    """Smallest encoded size of a field value."""
+    if f.kind in FIXED_SIZES:
+        return FIXED_SIZES[f.kind]
+    if f.kind in ("string",):
+        return 1 if f.compact else 2
+    if f.kind in ("bytes", "records", "array"):
+        return 1 if f.compact else 4
+    if f.kind == "struct":
+        return 1 if f.nullable else f.struct.min_size()
+    raise DefinitionError(f"unknown kind {f.kind}")
+
+
+def default_directory() -> Path:
+    """The definitions directory to use when none is given (see module docstring)."""
+    env = os.environ.get("KAFKASNIFF_DISSECTORS")
+    if env:
+        return Path(env)
+    here = Path(__file__).resolve().parent.parent
+    installed = here / "dissectors"
+    if (installed / "index.json").is_file():
+        return installed
+    repo = here.parent / "dissectors"
+    if (repo / "index.json").is_file():
+        return repo
+    raise DefinitionError("no Kafka definitions found: set $KAFKASNIFF_DISSECTORS or reinstall "
+                          "kafkasniff (looked in kafkasniff/dissectors and ./dissectors)")
+
+
+class Definitions:
+    """The generated Kafka definitions, loaded lazily from a directory.
+
+    Attributes:
+        directory: where the JSON files are.
+        apis: ``{api_key: ApiInfo}``.
+        errors: ``{code: ErrorInfo}``.
+
+    Raises DefinitionError when the directory or its index is missing or malformed.
+    """
+
+    def __init__(self, directory: Path | str | None = None) -> None:
+        self.directory = Path(directory) if directory is not None else default_directory()
+        index_path = self.directory / "index.json"
+        try:
+            index = json.loads(index_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise DefinitionError(f"{index_path}: cannot read definitions index: {exc}") from exc
+        self.apis: dict[int, ApiInfo] = {}
+        for a in index["apis"]:
+            vv = a["valid_versions"] or [0, -1]
+            fv = a.get("flexible_versions")
+            self.apis[a["api_key"]] = ApiInfo(
+                api_key=a["api_key"], name=a["name"], min_version=vv[0], max_version=vv[1],
+                flexible_from=fv[0] if fv else None, request=a["request"],
+                response=a["response"], listeners=tuple(a.get("listeners", ())))
+        self.errors: dict[int, ErrorInfo] = {}
+        errors_path = self.directory / "errors.json"
+        if errors_path.is_file():
+            for e in json.loads(errors_path.read_text(encoding="utf-8"))["errors"]:
+                self.errors[e["code"]] = ErrorInfo(e["code"], e["name"], e["retriable"])
+        self._messages: dict[str, dict] = {}
+        self._plans: dict[tuple[str, str, int], StructPlan] = {}
+
+    def message(self, name: str) -> dict:
+        """The normalized definition of message ``name`` (e.g. ``"FetchResponse"``)."""
+        m = self._messages.get(name)
+        if m is None:
+            path = self.directory / f"{name}.json"
+            try:
+                m = json.loads(path.read_text(encoding="utf-8"))
+            except (OSError, ValueError) as exc:
+                raise DefinitionError(f"{path}: cannot read definition: {exc}") from exc
+            self._messages[name] = m
+        return m
+
+    def error_name(self, code: int) -> str:
+        """Kafka's name for an error code, or ``UNKNOWN_ERROR_CODE_<n>``."""
+        info = self.errors.get(code)
+        return info.name if info is not None else f"UNKNOWN_ERROR_CODE_{code}"
+
+    def api_name(self, api_key: int) -> str:
+        """The API name (``"Fetch"``) or ``"Unknown(<key>)"``."""
+        info = self.apis.get(api_key)
+        return info.name if info is not None else f"Unknown({api_key})"
+
+    def message_versions(self, name: str) -> list[int]:
+        """All versions a message's layouts cover, ascending."""
+        out = []
+        for lay in self.message(name)["layouts"]:
+            lo, hi = lay["versions"]
+            out.extend(range(lo, hi + 1))
+        return sorted(set(out))
+
+    def layout(self, name: str, version: int) -> dict | None:
+        """The layout of ``name`` that describes ``version``, or ``None``."""
+        for lay in self.message(name)["layouts"]:
+            if _in(lay["versions"], version):
+                return lay
+        return None
+
+    def plan(self, name: str, version: int) -> StructPlan:
+        """The decoding plan of message ``name`` at ``version``.
+
+        Raises DefinitionError if no layout describes that version.
+        """
+        key = (name, "", version)
+        plan = self._plans.get(key)
+        if plan is None:
+            lay = self.layout(name, version)
+            if lay is None:
+                raise DefinitionError(f"{name} has no version {version}")
+            flexible = _in(lay["flexible_versions"], version)
+            plan = self._struct_plan(lay, name, lay["fields"], version, flexible)
+            self._plans[key] = plan
+        return plan
+
+    def _struct_plan(self, lay: dict, name: str, fields: list[dict], version: int,
+                     flexible: bool) -> StructPlan:
+        plain: list[FieldPlan] = []
+        tagged: dict[int, FieldPlan] = {}
+        for f in fields:
+            if not _in(f["versions"], version):
+                continue
+            is_tagged = _in(f.get("tagged_versions"), version)
+            fflex = f.get("flexible_versions")
+            compact = flexible if fflex is None else (fflex != "none" and _in(fflex, version))
+            sub = None
+            if "struct" in f:
+                key = (name, f["struct"], version)
+                sub = self._plans.get(key)
+                if sub is None:
+                    sdef = lay["structs"][f["struct"]]
+                    sub = self._struct_plan(lay, f["struct"], sdef["fields"], version, flexible)
+                    self._plans[key] = sub
+            fp = FieldPlan(key=f["key"], kind=f["type"], items=f.get("items"), struct=sub,
+                           compact=compact or is_tagged,
+                           nullable=_in(f.get("nullable_versions"), version),
+                           tag=f["tag"] if is_tagged else None,
+                           entity_type=f.get("entity_type"))
+            if is_tagged:
+                tagged[f["tag"]] = fp
+            else:
+                plain.append(fp)
+        return StructPlan(name=name, fields=tuple(plain), tagged=tagged, flexible=flexible)
+
+
+@lru_cache(maxsize=4)
+def load_definitions(directory: str | None = None) -> Definitions:
+    """Shared, cached :class:`Definitions` for a directory (``None``: the default one)."""
+    return Definitions(directory)
