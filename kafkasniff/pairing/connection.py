@@ -1,0 +1,387 @@
+"""Per-connection Kafka state: framing both directions, decoding, pairing by correlation_id.
+
+Sans-IO: a :class:`KafkaConnection` is fed the stream events of one TCP connection whose
+client side is known, and returns :class:`Exchange` and :class:`DecodeIssue` records.
+
+Pairing rules (Kafka protocol guide, "Network"): a client may pipeline requests; the broker
+answers them in order, each response carrying the request's correlation_id; a Produce with
+``acks=0`` gets no response. A response is decoded with the api_key and api_version of the
+request it answers. Requests still waiting when the connection closes or the capture ends are
+``unanswered``; a response with no waiting request is an ``orphan_response`` whose layout is
+inferred when exactly one API's response layout fits the whole frame.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+
+from kafkasniff.errors import DecodeError
+from kafkasniff.issues import DecodeIssue, IssueKind, Severity
+from kafkasniff.pairing.exchange import (NO_RESPONSE_EXPECTED, ORPHAN_RESPONSE, PAIRED,
+                                         UNANSWERED, Exchange, Message)
+from kafkasniff.pairing.summary import Summarizer
+from kafkasniff.protocol.decoder import BodyDecoder, BodyResult
+from kafkasniff.protocol.detect import request_validator, response_validator
+from kafkasniff.protocol.framing import DEFAULT_MAX_FRAME_BYTES, Frame, Framer, FramerIssue
+from kafkasniff.protocol.headers import (decode_request_header, decode_response_header,
+                                         peek_correlation_id, response_header_version)
+from kafkasniff.protocol.schema import Definitions
+from kafkasniff.tcp.types import TcpConnection
+
+PRODUCE = 0
+DEFAULT_MAX_PENDING = 10_000
+
+_ISSUE_SEVERITY = {
+    IssueKind.UNKNOWN_API_KEY: Severity.WARNING,
+    IssueKind.UNSUPPORTED_VERSION: Severity.WARNING,
+    IssueKind.BODY_DECODE_ERROR: Severity.ERROR,
+    IssueKind.TRAILING_BYTES: Severity.WARNING,
+    IssueKind.SPEC_DEPARTURE: Severity.WARNING,
+    IssueKind.FRAME_TOO_LARGE: Severity.ERROR,
+    IssueKind.FRAME_DAMAGED: Severity.WARNING,
+    IssueKind.FRAME_TRUNCATED: Severity.WARNING,
+    IssueKind.RESYNC: Severity.WARNING,
+    IssueKind.HEADER_DECODE_ERROR: Severity.ERROR,
+}
+
+
+@dataclass(slots=True)
+class PairingContext:
+    """What every connection shares: definitions, decoders, options and global counters.
+
+    Attributes:
+        defs / decoder / summarizer: decoding machinery.
+        max_frame_bytes: largest accepted frame payload.
+        max_pending: requests waiting for a response per connection; beyond it the oldest
+            becomes ``unanswered`` with a ``pending_overflow`` issue.
+        infer_orphans: try every response layout on orphan responses.
+    """
+
+    defs: Definitions
+    decoder: BodyDecoder
+    summarizer: Summarizer
+    max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES
+    max_pending: int = DEFAULT_MAX_PENDING
+    infer_orphans: bool = True
+    _orphan_candidates: list = field(default_factory=list)
+
+    @classmethod
+    def create(cls, defs: Definitions, **options) -> "PairingContext":
+        """A context with a fresh decoder and summarizer for ``defs``."""
+        return cls(defs, BodyDecoder(defs), Summarizer(defs), **options)
+
+    def orphan_candidates(self) -> list[tuple[int, int]]:
+        """Every (api_key, version) whose response layout an orphan may have."""
+        if not self._orphan_candidates:
+            for key, info in sorted(self.defs.apis.items()):
+                for v in self.defs.message_versions(info.response):
+                    self._orphan_candidates.append((key, v))
+        return self._orphan_candidates
+
+
+@dataclass(slots=True)
+class _Pending:
+    header: object
+    message: Message
+    result: BodyResult | None
+    issues: list
+
+
+class KafkaConnection:
+    """Kafka framing, decoding and pairing for one TCP connection.
+
+    Args:
+        ctx: the shared :class:`PairingContext`.
+        tcp: the TCP connection (endpoints, counters).
+        client_dir: which stream direction (0 or 1) carries requests.
+        mid_stream: the capture began after the connection opened (framers start TENTATIVE).
+    """
+
+    __slots__ = ("ctx", "tcp", "client_dir", "client", "broker", "framers", "pending",
+                 "pending_count", "mid_stream", "synced_once", "exchanges", "orphans",
+                 "unanswered")
+
+    def __init__(self, ctx: PairingContext, tcp: TcpConnection, client_dir: int,
+                 mid_stream: bool) -> None:
+        self.ctx = ctx
+        self.tcp = tcp
+        self.client_dir = client_dir
+        self.client = tcp.endpoint(client_dir)
+        self.broker = tcp.endpoint(1 - client_dir)
+        self.pending: dict[int, deque[_Pending]] = {}
+        self.pending_count = 0
+        self.mid_stream = mid_stream
+        self.synced_once = [not mid_stream, not mid_stream]
+        req = Framer(request_validator(ctx.defs), min_frame_bytes=8,
+                     max_frame_bytes=ctx.max_frame_bytes, synced=not mid_stream)
+        resp = Framer(response_validator(self.pending), min_frame_bytes=4,
+                      max_frame_bytes=ctx.max_frame_bytes, synced=not mid_stream)
+        self.framers = [req, resp] if client_dir == 0 else [resp, req]
+        self.exchanges = 0
+        self.orphans = 0
+        self.unanswered = 0
+
+    # ------------------------------------------------------------------ events
+    def on_data(self, direction: int, offset: int, data: bytes, ts_ns: int) -> list:
+        """Feed in-order bytes of ``direction``; returns exchanges and issues."""
+        events = self.framers[direction].feed(data, offset, ts_ns)
+        return self._handle(direction, events) if events else events
+
+    def on_gap(self, direction: int, offset: int, length: int, ts_ns: int) -> list:
+        """Bytes of ``direction`` were lost; returns exchanges and issues."""
+        return self._handle(direction, self.framers[direction].gap(offset, length, ts_ns))
+
+    def on_close(self, ts_ns: int, end_of_capture: bool) -> list:
+        """The connection ended: flush partial frames and unanswered requests."""
+        out: list = []
+        for direction in (self.client_dir, 1 - self.client_dir):
+            out.extend(self._handle(direction, self.framers[direction].close(ts_ns)))
+        severity = Severity.INFO if end_of_capture else Severity.WARNING
+        why = "the capture ended" if end_of_capture else "the connection closed"
+        for queue in self.pending.values():
+            for p in queue:
+                out.append(self._unanswered(p, severity, f"no response before {why}"))
+        self.pending.clear()
+        self.pending_count = 0
+        return out
+
+    # ------------------------------------------------------------------ internals
+    def issue(self, kind: str, message: str, *, severity: str | None = None, ts_ns: int = 0,
+              direction: int = -1, stream_offset: int = -1, length_bytes: int = 0,
+              field_path: str = "", frame_offset: int = -1, correlation_id: int | None = None,
+              api_key: int | None = None, api_version: int | None = None) -> DecodeIssue:
+        """A :class:`DecodeIssue` located on this connection."""
+        if severity is None:
+            severity = _ISSUE_SEVERITY.get(kind, Severity.WARNING)
+        dname = "" if direction < 0 else ("request" if direction == self.client_dir else "response")
+        return DecodeIssue(kind, severity, message, ts_ns, self.tcp.conn_id, self.client,
+                           self.broker, dname, stream_offset, length_bytes, field_path,
+                           frame_offset, correlation_id, api_key, api_version)
+
+    def _handle(self, direction: int, events: list) -> list:
+        out: list = []
+        is_request = direction == self.client_dir
+        for ev in events:
+            if type(ev) is Frame:
+                self.synced_once[direction] = True
+                try:
+                    out.extend(self._on_request(ev) if is_request else self._on_response(ev))
+                except Exception as exc:  # noqa: BLE001 - one bad frame must not stop the run
+                    out.append(self.issue(IssueKind.INTERNAL_ERROR,
+                                          f"internal error on this frame ({type(exc).__name__}: "
+                                          f"{exc}); please report it", severity=Severity.ERROR,
+                                          ts_ns=ev.first_ts_ns, direction=direction,
+                                          stream_offset=ev.stream_offset))
+            else:
+                assert isinstance(ev, FramerIssue)
+                sev = None
+                if ev.kind == IssueKind.RESYNC and not self.synced_once[direction]:
+                    sev = Severity.INFO  # expected when the capture began mid-stream
+                if ev.kind == IssueKind.RESYNC:
+                    self.synced_once[direction] = True
+                out.append(self.issue(ev.kind, ev.message, severity=sev, ts_ns=ev.ts_ns,
+                                      direction=direction, stream_offset=ev.stream_offset,
+                                      length_bytes=ev.length_bytes))
+        return out
+
+    def _message(self, frame: Frame, header: dict, result: BodyResult | None, body_offset: int,
+                 payload: bytes) -> Message:
+        body = result.value if result is not None else None
+        raw = payload[body_offset:] if body is None else None
+        complete = result.complete if result is not None else False
+        return Message(frame.size + 4, frame.first_ts_ns, frame.last_ts_ns, frame.stream_offset,
+                       header, body, raw, complete and not frame.missing_bytes,
+                       frame.missing_bytes, body_offset)
+
+    def _body_issues(self, result: BodyResult, frame: Frame, direction: int, corr: int,
+                     api_key: int, api_version: int) -> list:
+        out = []
+        for bi in result.issues:
+            if frame.missing_bytes and bi.kind in (IssueKind.BODY_DECODE_ERROR,
+                                                   IssueKind.TRAILING_BYTES):
+                continue  # explained by the frame_damaged / frame_truncated issue
+            length = len(frame.payload) - bi.offset if bi.kind == IssueKind.TRAILING_BYTES else 0
+            out.append(self.issue(bi.kind, bi.message, ts_ns=frame.first_ts_ns,
+                                  direction=direction, stream_offset=frame.stream_offset,
+                                  field_path=bi.field_path, frame_offset=bi.offset,
+                                  length_bytes=length, correlation_id=corr, api_key=api_key,
+                                  api_version=api_version))
+        return out
+
+    def _on_request(self, frame: Frame) -> list:
+        ctx = self.ctx
+        payload = frame.payload
+        try:
+            hdr = decode_request_header(ctx.defs, payload)
+        except DecodeError as exc:
+            return [self.issue(IssueKind.HEADER_DECODE_ERROR, f"request header: {exc}",
+                               ts_ns=frame.first_ts_ns, direction=self.client_dir,
+                               stream_offset=frame.stream_offset, field_path=exc.field_path,
+                               frame_offset=exc.offset)]
+        header = {"api_key": hdr.api_key, "api_version": hdr.api_version,
+                  "correlation_id": hdr.correlation_id, "client_id": hdr.client_id}
+        if hdr.tagged_fields:
+            header["_unknown_tagged_fields"] = hdr.tagged_fields
+        result = ctx.decoder.decode(hdr.api_key, hdr.api_version, False, payload, hdr.size)
+        issues = self._body_issues(result, frame, self.client_dir, hdr.correlation_id,
+                                   hdr.api_key, hdr.api_version)
+        msg = self._message(frame, header, result, hdr.size, payload)
+        p = _Pending(hdr, msg, result, issues)
+        if hdr.api_key == PRODUCE and result.value is not None and result.value.get("acks") == 0:
+            return [self._exchange(p, None, None, NO_RESPONSE_EXPECTED, [])]
+        out: list = []
+        queue = self.pending.get(hdr.correlation_id)
+        if queue is None:
+            self.pending[hdr.correlation_id] = deque((p,))
+        else:
+            issues.append(self.issue(IssueKind.DUPLICATE_CORRELATION_ID,
+                                     f"correlation_id {hdr.correlation_id} reused while "
+                                     f"{len(queue)} request(s) with it still wait for a response",
+                                     ts_ns=frame.first_ts_ns, direction=self.client_dir,
+                                     correlation_id=hdr.correlation_id, api_key=hdr.api_key,
+                                     api_version=hdr.api_version))
+            queue.append(p)
+        self.pending_count += 1
+        if self.pending_count > ctx.max_pending:
+            out.append(self._evict_oldest_pending())
+        return out
+
+    def _evict_oldest_pending(self) -> Exchange:
+        corr = next(iter(self.pending))
+        queue = self.pending[corr]
+        p = queue.popleft()
+        if not queue:
+            del self.pending[corr]
+        self.pending_count -= 1
+        return self._unanswered(p, Severity.WARNING,
+                                f"more than {self.ctx.max_pending} requests waiting on this "
+                                f"connection: the oldest is given up",
+                                kind=IssueKind.PENDING_OVERFLOW)
+
+    def _unanswered(self, p: _Pending, severity: str, why: str,
+                    kind: str = IssueKind.UNANSWERED_REQUEST) -> Exchange:
+        h = p.header
+        p.issues.append(self.issue(kind, f"{self.ctx.defs.api_name(h.api_key)} "
+                                   f"v{h.api_version} correlation_id {h.correlation_id}: {why}",
+                                   severity=severity, ts_ns=p.message.last_ts_ns,
+                                   direction=self.client_dir, correlation_id=h.correlation_id,
+                                   api_key=h.api_key, api_version=h.api_version))
+        self.unanswered += 1
+        return self._exchange(p, None, None, UNANSWERED, [])
+
+    def _on_response(self, frame: Frame) -> list:
+        corr = peek_correlation_id(frame.payload)
+        if corr is None:
+            return [self.issue(IssueKind.HEADER_DECODE_ERROR,
+                               f"response frame of {frame.size} bytes has no room for a "
+                               f"correlation_id", ts_ns=frame.first_ts_ns,
+                               direction=1 - self.client_dir, stream_offset=frame.stream_offset)]
+        queue = self.pending.get(corr)
+        if queue is None:
+            return [self._orphan(frame, corr)]
+        p = queue.popleft()
+        if not queue:
+            del self.pending[corr]
+        self.pending_count -= 1
+        h = p.header
+        hv = response_header_version(self.ctx.defs, h.api_key, h.api_version)
+        rdir = 1 - self.client_dir
+        issues: list = []
+        try:
+            _, body_offset, tagged = decode_response_header(frame.payload, hv)
+        except DecodeError as exc:
+            issues.append(self.issue(IssueKind.HEADER_DECODE_ERROR, f"response header: {exc}",
+                                     ts_ns=frame.first_ts_ns, direction=rdir,
+                                     stream_offset=frame.stream_offset, correlation_id=corr,
+                                     api_key=h.api_key, api_version=h.api_version))
+            msg = self._message(frame, {"correlation_id": corr}, None, 4, frame.payload)
+            return [self._exchange(p, msg, None, PAIRED, issues)]
+        header = {"correlation_id": corr}
+        if tagged:
+            header["_unknown_tagged_fields"] = tagged
+        result = self.ctx.decoder.decode(h.api_key, h.api_version, True, frame.payload,
+                                         body_offset)
+        issues.extend(self._body_issues(result, frame, rdir, corr, h.api_key, h.api_version))
+        msg = self._message(frame, header, result, body_offset, frame.payload)
+        return [self._exchange(p, msg, result, PAIRED, issues)]
+
+    def _orphan(self, frame: Frame, corr: int) -> Exchange:
+        ctx = self.ctx
+        defs = ctx.defs
+        fits: dict[int, list[tuple[int, int, dict]]] = {}
+        payload = frame.payload
+        if ctx.infer_orphans and not frame.missing_bytes:
+            for api_key, version in ctx.orphan_candidates():
+                hv = response_header_version(defs, api_key, version)
+                try:
+                    _, body_offset, _ = decode_response_header(payload, hv)
+                except DecodeError:
+                    continue
+                value = ctx.decoder.try_strict(api_key, version, True, payload, body_offset)
+                if value is not None:
+                    fits.setdefault(api_key, []).append((version, body_offset, value))
+        rdir = 1 - self.client_dir
+        sev = Severity.INFO if self.mid_stream else Severity.WARNING
+        self.orphans += 1
+        if len(fits) == 1:
+            api_key, candidates = next(iter(fits.items()))
+            version, body_offset, value = candidates[-1]
+            versions = sorted(c[0] for c in candidates)
+            vtext = f"v{versions[0]}" if len(versions) == 1 else f"v{versions[0]}-v{versions[-1]}"
+            issue = self.issue(IssueKind.ORPHAN_RESPONSE,
+                               f"response correlation_id {corr} has no captured request; "
+                               f"inferred as {defs.api_name(api_key)} {vtext} (the only API "
+                               f"whose response layout fits the frame)", severity=sev,
+                               ts_ns=frame.first_ts_ns, direction=rdir,
+                               stream_offset=frame.stream_offset, correlation_id=corr,
+                               api_key=api_key, api_version=version)
+            result = BodyResult(value, True, [], version, None, len(payload))
+            msg = self._message(frame, {"correlation_id": corr}, result, body_offset, payload)
+            return self._build(api_key, version, corr, None, None, msg, None, result,
+                               ORPHAN_RESPONSE, [issue], inferred=True)
+        why = ("no API's response layout fits the frame" if not fits else
+               f"{len(fits)} APIs' response layouts fit the frame "
+               f"({', '.join(defs.api_name(k) for k in list(fits)[:5])})")
+        issue = self.issue(IssueKind.ORPHAN_RESPONSE,
+                           f"response correlation_id {corr} has no captured request; body "
+                           f"kept raw: {why}", severity=sev, ts_ns=frame.first_ts_ns,
+                           direction=rdir, stream_offset=frame.stream_offset, correlation_id=corr)
+        msg = self._message(frame, {"correlation_id": corr}, None, 4, payload)
+        return self._build(-1, -1, corr, None, None, msg, None, None, ORPHAN_RESPONSE, [issue])
+
+    def _exchange(self, p: _Pending, response: Message | None, rresult: BodyResult | None,
+                  status: str, issues: list) -> Exchange:
+        h = p.header
+        return self._build(h.api_key, h.api_version, h.correlation_id, h.client_id, p.message,
+                           response, p.result, rresult, status, p.issues + issues)
+
+    def _build(self, api_key: int, api_version: int, corr: int, client_id: str | None,
+               request: Message | None, response: Message | None, qresult: BodyResult | None,
+               rresult: BodyResult | None, status: str, issues: list,
+               inferred: bool = False) -> Exchange:
+        ctx = self.ctx
+        defs = ctx.defs
+        info = defs.apis.get(api_key)
+        errors: tuple = ()
+        throttle = None
+        topics: tuple = ()
+        assumed = None
+        if info is not None:
+            qplan = rplan = None
+            if qresult is not None and qresult.value is not None:
+                qplan = defs.plan(info.request, qresult.layout_version)
+                assumed = qresult.assumed_version
+            if rresult is not None and rresult.value is not None:
+                rplan = defs.plan(info.response, rresult.layout_version)
+                assumed = assumed if assumed is not None else rresult.assumed_version
+            errors, throttle, topics, _ = ctx.summarizer.summarize(
+                qplan, qresult.value if qplan else None, rplan, rresult.value if rplan else None)
+        latency = None
+        if request is not None and response is not None:
+            latency = response.first_ts_ns - request.last_ts_ns
+        self.exchanges += 1
+        return Exchange(self.tcp.conn_id, self.client, self.broker, status, api_key,
+                        defs.api_name(api_key) if api_key >= 0 else "Unknown", api_version, corr,
+                        client_id, request, response, latency, errors, throttle, topics,
+                        inferred, assumed, tuple(issues))

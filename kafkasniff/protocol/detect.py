@@ -1,0 +1,92 @@
+"""Recognising Kafka frames in unknown bytes: detection on any port, and resync validators.
+
+A plausible *request* frame start: a size in range, a known api_key, a version between 0 and
+a little above the highest known one, a non-negative correlation_id, and (header v1/v2) a
+client_id that is null or short printable text. A plausible *response* frame start while
+hunting: a correlation_id that matches a request still waiting for its answer.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Callable, Container
+
+from kafkasniff.protocol.framing import ACCEPT, NEED_MORE, REJECT, Validator
+from kafkasniff.protocol.headers import request_header_version
+from kafkasniff.protocol.schema import Definitions
+
+_HDR = struct.Struct(">ihhi")   # size, api_key, api_version, correlation_id
+_I16 = struct.Struct(">h")
+_I32 = struct.Struct(">i")
+
+MAX_CLIENT_ID = 512
+FUTURE_VERSION_SLACK = 4
+
+
+def request_validator(defs: Definitions) -> Validator:
+    """A framer validator accepting offsets that start a plausible Kafka request frame."""
+    apis = defs.apis
+
+    def validate(buf: bytes, pos: int, tentative: bool = False) -> int:
+        if len(buf) - pos < 14:
+            return NEED_MORE
+        size, api_key, version, corr = _HDR.unpack_from(buf, pos)
+        info = apis.get(api_key)
+        if info is None or version < 0 or version > info.max_version + FUTURE_VERSION_SLACK:
+            return REJECT
+        if corr < 0 or size < 8:
+            return REJECT
+        if request_header_version(defs, api_key, version) == 0:
+            return ACCEPT
+        n = _I16.unpack_from(buf, pos + 12)[0]
+        if n == -1:
+            return ACCEPT
+        if n < 0 or n > MAX_CLIENT_ID or n > size - 10:
+            return REJECT
+        if len(buf) - pos < 14 + n:
+            return NEED_MORE
+        for b in buf[pos + 14:pos + 14 + n]:
+            if b < 0x20 or b == 0x7F:
+                return REJECT
+        return ACCEPT
+
+    return validate
+
+
+def response_validator(pending: Container[int]) -> Validator:
+    """A framer validator accepting offsets whose correlation_id is in ``pending``.
+
+    While TENTATIVE (stream joined mid-way, requests before the capture are unknown) any
+    frame with a plausible size and a non-negative correlation_id is accepted: the frame is
+    then decoded as an orphan response.
+    """
+
+    def validate(buf: bytes, pos: int, tentative: bool = False) -> int:
+        if len(buf) - pos < 8:
+            return NEED_MORE
+        corr = _I32.unpack_from(buf, pos + 4)[0]
+        if corr in pending:
+            return ACCEPT
+        if tentative and corr >= 0:
+            return ACCEPT
+        return REJECT
+
+    return validate
+
+
+def looks_like_request_stream(defs: Definitions, data: bytes,
+                              validator: Callable | None = None) -> int:
+    """Is ``data`` (the first bytes of one direction) the start of a Kafka request stream?
+
+    Returns ACCEPT when the first frame (and the next one, if its header is already present)
+    is a plausible request, REJECT when not, NEED_MORE when more bytes are needed to tell.
+    """
+    validate = validator or request_validator(defs)
+    verdict = validate(data, 0, False)
+    if verdict != ACCEPT:
+        return verdict
+    size = _I32.unpack_from(data, 0)[0]
+    nxt = 4 + size
+    if len(data) >= nxt + 14:
+        return validate(data, nxt, False)
+    return ACCEPT

@@ -1,0 +1,362 @@
+"""Kafka framing: a TCP byte stream -> size-prefixed frames (sans-IO, per direction).
+
+Every Kafka request and response is ``int32 size`` followed by ``size`` bytes. A
+:class:`Framer` is fed the in-order bytes and the gaps of one direction of one connection and
+returns :class:`Frame` objects and :class:`FramerIssue` records.
+
+Synchronisation:
+
+- ``SYNCED``: frame boundaries are known. A frame with an implausible size (below the
+  minimum, or above ``max_frame_bytes``, default 100 MiB like Kafka's
+  ``socket.request.max.bytes``) loses sync.
+- ``TENTATIVE``: the stream was joined mid-way (capture started on an open connection). The
+  first bytes are tried as a frame boundary with the validator; if that fails the framer hunts.
+- ``HUNTING``: after a gap or lost sync, scan byte by byte for an offset the validator accepts
+  (a plausible request header on the client side, a response whose correlation_id matches a
+  pending request on the broker side). Skipped bytes are counted and reported (``resync``).
+
+A gap entirely inside a frame whose size is known does not lose sync: the frame is emitted
+with ``missing_bytes > 0`` (its payload holds the bytes before the gap) and framing resumes at
+the next frame boundary. A stream that ends inside a frame emits that frame the same way with a
+``frame_truncated`` issue.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from typing import Callable
+
+from kafkasniff.issues import IssueKind
+
+DEFAULT_MAX_FRAME_BYTES = 100 * 1024 * 1024
+
+SYNCED = 0
+TENTATIVE = 1
+HUNTING = 2
+SKIPPING = 3
+
+ACCEPT = 1
+REJECT = 0
+NEED_MORE = -1
+
+Validator = Callable[[bytes, int, bool], int]
+"""``validator(buf, pos, tentative) -> ACCEPT | REJECT | NEED_MORE``: is ``buf[pos:]`` a frame
+start? ``tentative`` is True for the first candidate of a stream joined mid-way (a weaker
+check may be enough there), False while hunting after lost sync."""
+
+_SIZE = struct.Struct(">i")
+_size_at = _SIZE.unpack_from
+
+
+@dataclass(frozen=True, slots=True)
+class Frame:
+    """One Kafka frame (request or response) of one direction.
+
+    Attributes:
+        size: the size prefix (payload length in bytes; the frame is ``size + 4`` on the wire).
+        payload: the payload bytes; shorter than ``size`` when ``missing_bytes > 0``.
+        stream_offset: stream offset of the size prefix.
+        first_ts_ns / last_ts_ns: capture time of the first and the last byte.
+        missing_bytes: payload bytes never captured (gap or end of stream inside the frame).
+    """
+
+    size: int
+    payload: bytes
+    stream_offset: int
+    first_ts_ns: int
+    last_ts_ns: int
+    missing_bytes: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class FramerIssue:
+    """A framing problem: ``kind`` (an IssueKind value), ``message``, ``stream_offset``,
+    ``length_bytes`` (bytes skipped/lost), ``ts_ns``."""
+
+    kind: str
+    message: str
+    stream_offset: int
+    length_bytes: int
+    ts_ns: int
+
+
+class Framer:
+    """Splits one direction of a TCP stream into Kafka frames.
+
+    Args:
+        validator: checks a candidate frame start while TENTATIVE or HUNTING (see
+            :data:`Validator`); may be changed later through the ``validator`` attribute.
+        min_frame_bytes: smallest plausible payload size (8 for requests, 4 for responses).
+        max_frame_bytes: largest accepted payload size.
+        synced: start SYNCED (the handshake was seen) or TENTATIVE (joined mid-stream).
+        start_offset: stream offset of the first byte that will be fed.
+
+    ``feed``/``gap``/``close`` return a list of :class:`Frame` and :class:`FramerIssue`.
+    Memory: at most one frame (<= max_frame_bytes) plus a few bytes while hunting.
+    """
+
+    __slots__ = ("validator", "min_frame_bytes", "max_frame_bytes", "state", "buf", "base",
+                 "marks", "skip", "skipped", "skip_start", "skip_ts", "closed")
+
+    def __init__(self, validator: Validator | None = None, *, min_frame_bytes: int = 4,
+                 max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES, synced: bool = True,
+                 start_offset: int = 0) -> None:
+        self.validator = validator
+        self.min_frame_bytes = min_frame_bytes
+        self.max_frame_bytes = max_frame_bytes
+        self.state = SYNCED if synced else TENTATIVE
+        self.buf = bytearray()
+        self.base = start_offset          # stream offset of buf[0]
+        self.marks: list[tuple[int, int]] = []  # (end stream offset, ts_ns) of buffered chunks
+        self.skip = 0                     # SKIPPING: bytes still to drop
+        self.skipped = 0                  # HUNTING: bytes dropped so far in this hunt
+        self.skip_start = -1
+        self.skip_ts = 0
+        self.closed = False
+
+    # ------------------------------------------------------------------ feeding
+    def feed(self, data: bytes, offset: int, ts_ns: int) -> list:
+        """Feed in-order bytes starting at stream ``offset``. Returns frames and issues."""
+        out: list = []
+        expected = self.base + len(self.buf)
+        if offset != expected:
+            if offset > expected:
+                out.extend(self.gap(expected, offset - expected, ts_ns))
+            else:  # overlap with what we have: keep only the new tail
+                cut = expected - offset
+                if cut >= len(data):
+                    return out
+                data = data[cut:]
+                offset = expected
+        if self.state == SKIPPING:
+            if len(data) <= self.skip:
+                self.skip -= len(data)
+                self.base += len(data)
+                if self.skip == 0:
+                    self.state = SYNCED
+                return out
+            data = data[self.skip:]
+            self.base += self.skip
+            self.skip = 0
+            self.state = SYNCED
+        if self.state == SYNCED and not self.buf:
+            # Fast path: frames parsed straight from the segment, no copy into the buffer.
+            n = len(data)
+            p = 0
+            base = self.base
+            maxf = self.max_frame_bytes
+            minf = self.min_frame_bytes
+            while n - p >= 4:
+                size = _size_at(data, p)[0]
+                if size < minf or size > maxf:
+                    break
+                end = p + 4 + size
+                if end > n:
+                    break
+                out.append(Frame(size, data[p + 4:end], base + p, ts_ns, ts_ns))
+                p = end
+            else:
+                if p < n:
+                    self.buf += data[p:] if p else data
+                    self.marks.append((base + n, ts_ns))
+                self.base = base + p
+                return out
+            # implausible size or incomplete frame: buffer the rest and use the slow path
+            self.base = base + p
+            self.buf += data[p:]
+            self.marks.append((base + n, ts_ns))
+        else:
+            self.buf += data
+            self.marks.append((offset + len(data), ts_ns))
+        self._drain(out, ts_ns)
+        return out
+
+    def _ts_at(self, offset: int) -> int:
+        for end, ts in self.marks:
+            if offset < end:
+                return ts
+        return self.marks[-1][1] if self.marks else 0
+
+    def _consume(self, n: int) -> None:
+        del self.buf[:n]
+        self.base += n
+        marks = self.marks
+        i = 0
+        while i < len(marks) and marks[i][0] <= self.base:
+            i += 1
+        if i:
+            del marks[:i]
+
+    def _drain(self, out: list, ts_ns: int) -> None:
+        buf = self.buf
+        while True:
+            if self.state == HUNTING or self.state == TENTATIVE:
+                if not self._hunt(out):
+                    return
+                continue
+            if len(buf) < 4:
+                return
+            size = _size_at(buf, 0)[0]
+            if size < self.min_frame_bytes or size > self.max_frame_bytes:
+                kind = IssueKind.FRAME_TOO_LARGE if size > self.max_frame_bytes else IssueKind.RESYNC
+                if size > self.max_frame_bytes:
+                    out.append(FramerIssue(kind, f"frame size {size} exceeds the maximum "
+                                           f"{self.max_frame_bytes}: sync lost", self.base, 0,
+                                           self._ts_at(self.base)))
+                self.state = HUNTING
+                continue
+            if len(buf) < 4 + size:
+                return
+            first_ts = self._ts_at(self.base)
+            last_ts = self._ts_at(self.base + 3 + size)
+            out.append(Frame(size, bytes(buf[4:4 + size]), self.base, first_ts, last_ts))
+            self._consume(4 + size)
+
+    def _hunt(self, out: list) -> bool:
+        """Scan for a frame start; True when sync was (re)gained and the buffer trimmed."""
+        buf = self.buf
+        validator = self.validator
+        tentative = self.state == TENTATIVE
+        pos = 0
+        n = len(buf)
+        while pos + 4 <= n:
+            size = _size_at(buf, pos)[0]
+            verdict = REJECT
+            if self.min_frame_bytes <= size <= self.max_frame_bytes:
+                verdict = ACCEPT if validator is None else validator(buf, pos, tentative)
+            if verdict == NEED_MORE:
+                break
+            if verdict == ACCEPT:
+                if pos or self.skipped:
+                    self._note_skip(pos)
+                    out.append(FramerIssue(IssueKind.RESYNC,
+                                           f"skipped {self.skipped} bytes to find a frame boundary",
+                                           self.skip_start, self.skipped, self.skip_ts))
+                    self.skipped = 0
+                    self.skip_start = -1
+                self._consume(pos)
+                self.state = SYNCED
+                return True
+            if tentative:
+                self.state = HUNTING
+                tentative = False
+            pos += 1
+        # keep only the bytes still needed to judge the next candidates
+        if pos:
+            self._note_skip(pos)
+            self._consume(pos)
+        return False
+
+    def _note_skip(self, n: int) -> None:
+        if n <= 0:
+            return
+        if self.skip_start < 0:
+            self.skip_start = self.base
+            self.skip_ts = self._ts_at(self.base)
+        self.skipped += n
+
+    # ------------------------------------------------------------------ gaps and end
+    def gap(self, offset: int, length: int, ts_ns: int) -> list:
+        """Bytes ``[offset, offset+length)`` were never captured."""
+        out: list = []
+        expected = self.base + len(self.buf)
+        if offset > expected:  # defensive: an implicit gap before this one
+            length += offset - expected
+            offset = expected
+        elif offset < expected:
+            cut = expected - offset
+            if cut >= length:
+                return out
+            length -= cut
+            offset = expected
+        if self.state == SKIPPING:
+            if length <= self.skip:
+                self.skip -= length
+                self.base += length
+                if self.skip == 0:
+                    self.state = SYNCED
+                return out
+            length -= self.skip
+            self.base += self.skip
+            self.skip = 0
+            self.state = HUNTING
+            self.base += length
+            self._note_skip_gap(offset, length, ts_ns)
+            return out
+        if self.state == SYNCED and len(self.buf) >= 4:
+            size = _size_at(self.buf, 0)[0]
+            frame_end = self.base + 4 + size
+            gap_end = offset + length
+            first_ts = self._ts_at(self.base)
+            payload = bytes(self.buf[4:])
+            missing = frame_end - (self.base + len(self.buf))
+            out.append(Frame(size, payload, self.base, first_ts, ts_ns,
+                             missing_bytes=missing))
+            out.append(FramerIssue(IssueKind.FRAME_DAMAGED,
+                                   f"{min(length, frame_end - offset)} bytes of a {size}-byte frame "
+                                   f"were not captured", offset, min(length, frame_end - offset),
+                                   ts_ns))
+            self.buf.clear()
+            self.marks.clear()
+            if gap_end <= frame_end:
+                # resume at the next frame boundary
+                self.base = gap_end
+                self.skip = frame_end - gap_end
+                self.state = SKIPPING if self.skip else SYNCED
+                return out
+            self.base = gap_end
+            self.state = HUNTING
+            self._note_skip_gap(frame_end, gap_end - frame_end, ts_ns, count=False)
+            return out
+        # between frames (or a partial size prefix): the next boundary is unknown
+        dropped = len(self.buf)
+        self.buf.clear()
+        self.marks.clear()
+        self.base = offset + length
+        self.state = HUNTING
+        if dropped:
+            self._note_skip_gap(offset - dropped, dropped, ts_ns)
+        elif self.skip_start < 0:
+            self.skip_start = self.base
+            self.skip_ts = ts_ns
+        return out
+
+    def _note_skip_gap(self, offset: int, n: int, ts_ns: int, count: bool = True) -> None:
+        if self.skip_start < 0:
+            self.skip_start = offset
+            self.skip_ts = ts_ns
+        if count:
+            self.skipped += n
+
+    def close(self, ts_ns: int) -> list:
+        """The stream ended: report a partial frame and bytes skipped while hunting."""
+        out: list = []
+        if self.closed:
+            return out
+        self.closed = True
+        if self.state in (SYNCED,) and self.buf:
+            if len(self.buf) >= 4:
+                size = _size_at(self.buf, 0)[0]
+                missing = 4 + size - len(self.buf)
+                out.append(Frame(size, bytes(self.buf[4:]), self.base, self._ts_at(self.base),
+                                 self._ts_at(self.base + len(self.buf) - 1), missing_bytes=missing))
+                out.append(FramerIssue(IssueKind.FRAME_TRUNCATED,
+                                       f"stream ended {missing} bytes before the end of a "
+                                       f"{size}-byte frame", self.base, missing, ts_ns))
+            else:
+                out.append(FramerIssue(IssueKind.FRAME_TRUNCATED,
+                                       f"stream ended inside a frame size prefix "
+                                       f"({len(self.buf)} of 4 bytes)", self.base, len(self.buf),
+                                       ts_ns))
+        elif self.state in (HUNTING, TENTATIVE):
+            self._note_skip(len(self.buf))
+            if self.skipped:
+                out.append(FramerIssue(IssueKind.RESYNC,
+                                       f"skipped {self.skipped} bytes without finding a frame "
+                                       f"boundary before the stream ended", self.skip_start,
+                                       self.skipped, self.skip_ts or ts_ns))
+        self.buf.clear()
+        self.marks.clear()
+        self.skipped = 0
+        return out

@@ -1,0 +1,174 @@
+"""Aggregates over exchanges in bounded memory: per API, client_id, broker and topic.
+
+Latency percentiles come from DDSketch (``ddsketch`` library,
+``LogCollapsingLowestDenseDDSketch``): every reported quantile is within 1 % relative error
+of the exact value (``RELATIVE_ACCURACY``), and each sketch holds at most ``SKETCH_BINS``
+bins whatever the number of values, so memory does not grow with the capture. Tables are
+capped at ``max_keys`` rows each; exchanges of further keys go to an ``(other)`` row.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from ddsketch import LogCollapsingLowestDenseDDSketch
+
+from kafkasniff.issues import DecodeIssue
+from kafkasniff.pairing.exchange import PAIRED, Exchange
+
+RELATIVE_ACCURACY = 0.01
+SKETCH_BINS = 2048
+OTHER = "(other)"
+QUANTILES = (0.5, 0.9, 0.99)
+
+
+def new_sketch() -> LogCollapsingLowestDenseDDSketch:
+    """A bounded DDSketch with 1 % relative accuracy."""
+    return LogCollapsingLowestDenseDDSketch(relative_accuracy=RELATIVE_ACCURACY,
+                                            bin_limit=SKETCH_BINS)
+
+
+class Row:
+    """Counters of one row (one API, client_id, broker or topic).
+
+    Attributes: ``count`` exchanges, ``statuses`` by status, ``errors`` (error name ->
+    exchanges with it), ``error_exchanges``, ``latency`` sketch (ns, paired only), ``max_ns``,
+    ``throttled`` (exchanges with throttle_time_ms > 0), ``throttle_total_ms``,
+    ``throttle_max_ms``, ``request_bytes``, ``response_bytes``.
+    """
+
+    __slots__ = ("count", "statuses", "errors", "error_exchanges", "latency", "max_ns",
+                 "throttled", "throttle_total_ms", "throttle_max_ms", "request_bytes",
+                 "response_bytes")
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.statuses: Counter = Counter()
+        self.errors: Counter = Counter()
+        self.error_exchanges = 0
+        self.latency = new_sketch()
+        self.max_ns = 0
+        self.throttled = 0
+        self.throttle_total_ms = 0
+        self.throttle_max_ms = 0
+        self.request_bytes = 0
+        self.response_bytes = 0
+
+    def add(self, ex: Exchange) -> None:
+        """Count one exchange."""
+        self.count += 1
+        self.statuses[ex.status] += 1
+        if ex.errors:
+            self.error_exchanges += 1
+            for e in ex.errors:
+                self.errors[e] += 1
+        if ex.status == PAIRED and ex.latency_ns is not None:
+            lat = ex.latency_ns if ex.latency_ns > 0 else 0
+            self.latency.add(lat)
+            if lat > self.max_ns:
+                self.max_ns = lat
+        t = ex.throttle_time_ms
+        if t:
+            self.throttled += 1
+            self.throttle_total_ms += t
+            if t > self.throttle_max_ms:
+                self.throttle_max_ms = t
+        self.request_bytes += ex.request_bytes
+        self.response_bytes += ex.response_bytes
+
+    def quantile_ns(self, q: float) -> int | None:
+        """Latency quantile in ns (``None`` without paired exchanges)."""
+        if self.latency.count == 0:
+            return None
+        v = self.latency.get_quantile_value(q)
+        return None if v is None else int(round(v))
+
+    def to_dict(self) -> dict:
+        """JSON-ready summary of the row."""
+        paired = int(self.latency.count)
+        return {
+            "count": self.count,
+            "statuses": dict(self.statuses),
+            "error_exchanges": self.error_exchanges,
+            "errors": dict(self.errors.most_common()),
+            "latency_count": paired,
+            "latency_p50_ns": self.quantile_ns(0.5),
+            "latency_p90_ns": self.quantile_ns(0.9),
+            "latency_p99_ns": self.quantile_ns(0.99),
+            "latency_max_ns": self.max_ns if paired else None,
+            "throttled": self.throttled,
+            "throttle_total_ms": self.throttle_total_ms,
+            "throttle_max_ms": self.throttle_max_ms,
+            "request_bytes": self.request_bytes,
+            "response_bytes": self.response_bytes,
+        }
+
+
+class Table:
+    """Rows by key, at most ``max_keys`` of them (then ``(other)``)."""
+
+    __slots__ = ("rows", "max_keys")
+
+    def __init__(self, max_keys: int) -> None:
+        self.rows: dict[str, Row] = {}
+        self.max_keys = max_keys
+
+    def row(self, key: str) -> Row:
+        """The row of ``key`` (created on first use, or the ``(other)`` row when full)."""
+        r = self.rows.get(key)
+        if r is None:
+            if len(self.rows) >= self.max_keys:
+                key = OTHER
+                r = self.rows.get(key)
+            if r is None:
+                r = self.rows[key] = Row()
+        return r
+
+
+class Aggregator:
+    """Stats over a stream of exchanges and issues (what ``kafkasniff stats`` prints).
+
+    Args:
+        max_keys: row limit of each table.
+    """
+
+    def __init__(self, max_keys: int = 10_000) -> None:
+        self.apis = Table(max_keys)
+        self.clients = Table(max_keys)
+        self.brokers = Table(max_keys)
+        self.topics = Table(max_keys)
+        self.total = Row()
+        self.issues: Counter = Counter()
+        self.issue_severity: Counter = Counter()
+
+    def add(self, ex: Exchange) -> None:
+        """Count one exchange in every table."""
+        self.total.add(ex)
+        self.apis.row(ex.api_name if ex.api_key >= 0 else "Unknown").add(ex)
+        self.clients.row(ex.client_id if ex.client_id is not None else "(none)").add(ex)
+        self.brokers.row(ex.broker).add(ex)
+        for t in ex.topics:
+            self.topics.row(t).add(ex)
+        for i in ex.issues:
+            self.issues[i.kind] += 1
+            self.issue_severity[i.severity] += 1
+
+    def add_issue(self, issue: DecodeIssue) -> None:
+        """Count a standalone issue."""
+        self.issues[issue.kind] += 1
+        self.issue_severity[issue.severity] += 1
+
+    def to_dict(self) -> dict:
+        """JSON-ready report: ``total``, ``apis``, ``clients``, ``brokers``, ``topics``, ``issues``."""
+        def table(t: Table) -> dict:
+            return {k: r.to_dict() for k, r in sorted(t.rows.items(), key=lambda kv: -kv[1].count)}
+        return {
+            "latency_relative_accuracy": RELATIVE_ACCURACY,
+            "total": self.total.to_dict(),
+            "apis": table(self.apis),
+            "clients": table(self.clients),
+            "brokers": table(self.brokers),
+            "topics": table(self.topics),
+            "issues": dict(self.issues.most_common()),
+            "issue_severity": dict(self.issue_severity),
+        }

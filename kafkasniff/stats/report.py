@@ -1,0 +1,93 @@
+"""Text tables of an :class:`~kafkasniff.stats.aggregate.Aggregator` report (``kafkasniff stats``)."""
+
+from __future__ import annotations
+
+from kafkasniff.stats.aggregate import RELATIVE_ACCURACY
+
+
+def _ms(ns) -> str:
+    return "-" if ns is None else f"{ns / 1e6:.2f}"
+
+
+def _bytes(n: int) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f}{unit}" if unit == "B" else f"{n:.1f}{unit}"
+        n /= 1024
+    return str(n)
+
+
+def _errors(d: dict, limit: int = 3) -> str:
+    if not d:
+        return "-"
+    items = list(d.items())
+    text = ", ".join(f"{k}:{v}" for k, v in items[:limit])
+    return text + (f" +{len(items) - limit}" if len(items) > limit else "")
+
+
+def render_table(title: str, header: list[str], rows: list[list[str]]) -> str:
+    """A plain left/right-aligned text table (numbers right-aligned)."""
+    if not rows:
+        return f"{title}\n  (none)\n"
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
+
+    def fmt(cells: list[str]) -> str:
+        out = []
+        for i, c in enumerate(cells):
+            num = i > 0 and (c[:1].isdigit() or c == "-")
+            out.append(c.rjust(widths[i]) if num else c.ljust(widths[i]))
+        return "  ".join(out).rstrip()
+
+    lines = [title, fmt(header), fmt(["-" * w for w in widths])]
+    lines.extend(fmt(r) for r in rows)
+    return "\n".join(lines) + "\n"
+
+
+def _rows(table: dict, top: int, with_bytes: bool = True) -> list[list[str]]:
+    rows = []
+    for key, r in list(table.items())[:top]:
+        row = [str(key), str(r["count"]), str(r["error_exchanges"]), _errors(r["errors"]),
+               _ms(r["latency_p50_ns"]), _ms(r["latency_p90_ns"]), _ms(r["latency_p99_ns"]),
+               _ms(r["latency_max_ns"]), str(r["throttled"]), str(r["throttle_total_ms"]),
+               str(r["throttle_max_ms"])]
+        if with_bytes:
+            row += [_bytes(r["request_bytes"]), _bytes(r["response_bytes"])]
+        rows.append(row)
+    return rows
+
+
+HEADER = ["{}", "count", "err", "errors by name", "p50 ms", "p90 ms", "p99 ms", "max ms",
+          "thr", "thr total ms", "thr max ms"]
+
+
+def render_report(report: dict, pipeline_stats: dict | None = None, top: int = 20) -> str:
+    """The whole ``stats`` text output."""
+    parts = []
+    bytes_header = ["req bytes", "resp bytes"]
+    for title, key, label in (("Per API", "apis", "api"), ("Per client_id", "clients", "client_id"),
+                              ("Per broker", "brokers", "broker"), ("Per topic", "topics", "topic")):
+        header = [label] + HEADER[1:] + bytes_header
+        parts.append(render_table(title, header, _rows(report[key], top)))
+    issues = report["issues"]
+    issue_rows = [[k, str(v)] for k, v in issues.items()]
+    if pipeline_stats:
+        for reason, n in sorted(pipeline_stats.get("skipped", {}).items()):
+            issue_rows.append([f"skipped packets: {reason}", str(n)])
+        for k in ("other_connections",):
+            if pipeline_stats.get(k):
+                issue_rows.append([k.replace("_", " "), str(pipeline_stats[k])])
+    statuses = report["total"]["statuses"]
+    for s in ("unanswered", "orphan_response", "no_response_expected"):
+        if statuses.get(s):
+            issue_rows.append([f"exchanges {s}", str(statuses[s])])
+    parts.append(render_table("Issues and counters", ["what", "count"], issue_rows))
+    t = report["total"]
+    summary = (f"{t['count']} exchanges, {t['error_exchanges']} with errors, "
+               f"p50 {_ms(t['latency_p50_ns'])} ms, p99 {_ms(t['latency_p99_ns'])} ms, "
+               f"max {_ms(t['latency_max_ns'])} ms, {t['throttled']} throttled "
+               f"(latency quantiles within {RELATIVE_ACCURACY:.0%} relative error, DDSketch)")
+    if pipeline_stats:
+        summary += (f"; {pipeline_stats['packets']} packets, "
+                    f"{pipeline_stats['kafka_connections']} Kafka connections")
+    parts.append(summary + "\n")
+    return "\n".join(parts)
