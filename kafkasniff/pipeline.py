@@ -31,7 +31,7 @@ from kafkasniff.tcp.types import StreamClosed, StreamData, StreamGap, TcpConnect
 
 DEFAULT_PORTS = frozenset({9092})
 DETECT_WINDOW_BYTES = 64 * 1024
-EXPIRE_EVERY_PACKETS = 50_000
+EXPIRE_EVERY_NS = 1_000_000_000  # look for idle connections once per second of capture time
 
 
 @dataclass(slots=True)
@@ -131,7 +131,7 @@ class Pipeline:
         self._decode_packet = decode_packet
         self.stats = PipelineStats()
         self._validator = request_validator(self.defs)
-        self._since_expire = 0
+        self._next_expire_ns = 0
 
     # ------------------------------------------------------------------ feeding
     def feed(self, pkt: CapturedPacket) -> list:
@@ -149,9 +149,8 @@ class Pipeline:
         st.tcp_segments += 1
         events = self.reassembler.feed(seg)
         out = self._dispatch(events) if events else []
-        self._since_expire += 1
-        if self._since_expire >= EXPIRE_EVERY_PACKETS:
-            self._since_expire = 0
+        if pkt.ts_ns >= self._next_expire_ns:
+            self._next_expire_ns = pkt.ts_ns + EXPIRE_EVERY_NS
             expired = self.reassembler.expire(pkt.ts_ns)
             if expired:
                 out.extend(self._dispatch(expired))

@@ -1,0 +1,710 @@
+"""TCP reassembly per connection and direction (sans-IO).
+
+:class:`TcpReassembler` is fed :class:`~kafkasniff.capture.types.TcpSegment` values in
+capture order and returns :data:`~kafkasniff.tcp.types.StreamEvent` lists: in-order bytes
+(:class:`StreamData`), explicit holes with their exact length (:class:`StreamGap`) and the
+end of a connection (:class:`StreamClosed`). It does no I/O and never raises on odd traffic.
+
+A new connection is announced implicitly: the first event that carries a
+:class:`TcpConnection` whose ``conn_id`` the caller has not seen yet. Every connection that
+produced an event ends with exactly one :class:`StreamClosed`. A connection whose only
+segments carried no payload (a SYN, a handshake, a FIN exchange) ends with a
+:class:`StreamClosed` without any data event before it.
+
+Conventions (RFC 9293):
+
+* Stream offsets are Python ints (64-bit in practice) and never wrap: offset 0 is the
+  first byte after the SYN (ISN + 1), or the first payload byte seen when the handshake
+  was not captured. Sequence numbers are mapped to offsets through the signed 32-bit
+  difference from the next expected sequence number, so ISNs near 2**32 and streams longer
+  than 4 GiB work.
+* A SYN and a FIN each consume one sequence number and are not data.
+* Bytes already delivered or already buffered are never delivered again (the first copy
+  wins); a copy with different bytes counts an overlap conflict.
+
+Bounds (per direction unless said otherwise):
+
+* out-of-order buffer: ``max_ooo_bytes`` payload bytes and ``max_ooo_segments`` segments;
+  beyond that the hole before the lowest buffered segment is declared a gap
+  (``"ooo_overflow"``).
+* history of delivered bytes used to detect conflicting retransmissions: references to the
+  most recent delivered chunks covering at least ``max_history_bytes`` (64 KiB by default)
+  and at most that plus one chunk. Older retransmissions are counted, not compared. The
+  history restarts after every gap (it always ends at the next expected offset).
+* connection table: ``max_connections`` open connections; the least recently active one is
+  evicted (drained, ``StreamClosed(reason="evicted")``).
+* closed connections (FIN or RST) are remembered for ``closed_linger_ns`` of capture time
+  (at most ``max_connections`` of them), so that trailing segments (retransmissions, the
+  last ACK) are counted in ``segments_ignored`` instead of opening a mid-stream connection.
+  A SYN on such a flow opens a new connection at once.
+
+Choices worth knowing:
+
+* Endpoint A is the SYN sender. When the first segment seen is a SYN-ACK (the SYN was
+  missed), A is its receiver and A's stream starts at the SYN-ACK's ACK number
+  (``handshake_seen`` stays False). Otherwise A is the sender of the first segment.
+* A connection closes as soon as both FINs are seen (or on RST); holes still open then
+  become ``"close"`` gaps.
+* ACK-based loss detection: an ACK from one endpoint beyond what was delivered of the other
+  direction declares every hole below it ``"lost"`` at once (clamped to that direction's
+  FIN). An ACK exactly one beyond the delivered data with nothing buffered and no FIN seen
+  is not taken as evidence: it is what the ACK of a FIN the capture missed looks like.
+* A SYN (no ACK) on an open flow starts a new connection (``"port_reuse"``) unless it
+  repeats the ISN already known for its sender and no FIN was seen. A SYN from the
+  non-initiating side (simultaneous open) is treated as port reuse too.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left, bisect_right
+from collections import OrderedDict, deque
+from dataclasses import dataclass, fields
+
+from kafkasniff.capture.types import ACK, FIN, RST, SYN, TcpSegment
+from kafkasniff.tcp.types import (
+    StreamClosed,
+    StreamData,
+    StreamEvent,
+    StreamGap,
+    TcpConnection,
+)
+
+__all__ = ["ReassemblyStats", "TcpReassembler"]
+
+_MASK = 0xFFFFFFFF
+_HALF = 0x80000000
+_CTRL = SYN | FIN | RST
+
+
+# StreamData is a frozen dataclass: its generated __init__ sets each field through
+# object.__setattr__, which costs ~0.2 us per event. The in-order fast path fills the
+# slots directly through their descriptors (same resulting object, checked by a test).
+_new = object.__new__
+_sd_conn = StreamData.conn.__set__  # type: ignore[attr-defined]
+_sd_direction = StreamData.direction.__set__  # type: ignore[attr-defined]
+_sd_offset = StreamData.offset.__set__  # type: ignore[attr-defined]
+_sd_data = StreamData.data.__set__  # type: ignore[attr-defined]
+_sd_ts = StreamData.ts_ns.__set__  # type: ignore[attr-defined]
+
+
+def _sdiff(a: int, b: int) -> int:
+    """Signed 32-bit difference ``a - b`` of two sequence numbers."""
+    return ((a - b + _HALF) & _MASK) - _HALF
+
+
+@dataclass(slots=True)
+class ReassemblyStats:
+    """Global counters of a :class:`TcpReassembler` (all monotonically increasing).
+
+    Attributes:
+        segments: segments fed.
+        payload_bytes: captured payload bytes fed (``len(seg.payload)``, retransmissions
+            included).
+        connections_opened / connections_closed: connections created / ended (any reason).
+        retransmitted_segments: segments carrying at least one byte (or a SYN) already
+            delivered or buffered.
+        retransmitted_bytes: such bytes.
+        overlap_conflicts: segments whose retransmitted bytes differed from the kept copy.
+        gaps / gap_bytes: :class:`StreamGap` events emitted and their total length.
+        ooo_overflows: gaps forced by the out-of-order buffer limits.
+        evictions: connections closed because the table was full.
+        segments_ignored: segments that produced nothing: pure ACK/FIN/RST of unknown flows,
+            segments of recently closed connections, data after a FIN, duplicate or
+            inconsistent SYN-ACKs.
+    """
+
+    segments: int = 0
+    payload_bytes: int = 0
+    connections_opened: int = 0
+    connections_closed: int = 0
+    retransmitted_segments: int = 0
+    retransmitted_bytes: int = 0
+    overlap_conflicts: int = 0
+    gaps: int = 0
+    gap_bytes: int = 0
+    ooo_overflows: int = 0
+    evictions: int = 0
+    segments_ignored: int = 0
+
+    def as_dict(self) -> dict[str, int]:
+        """Counter name to value."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+class _Dir:
+    """Reassembly state of one direction (the bytes sent by one endpoint)."""
+
+    __slots__ = (
+        "st", "conn", "d", "other", "started", "base", "nseq", "nxt", "fast", "fin_off",
+        "syn_isn", "starts", "ooo", "ooo_bytes", "hist", "hist_bytes",
+    )
+
+    def __init__(self, st: _Conn, d: int) -> None:
+        self.st = st
+        self.conn = st.conn
+        self.d = d
+        self.other: _Dir = self
+        self.started = False
+        self.base = 0            # sequence number of stream offset 0
+        self.nseq = 0            # sequence number of offset ``nxt``
+        self.nxt = 0             # next offset to deliver (everything before: delivered or gap)
+        self.fast = False        # started, no FIN seen, nothing buffered
+        self.fin_off: int | None = None
+        self.syn_isn: int | None = None
+        self.starts: list[int] = []                          # buffered entry starts, sorted
+        self.ooo: list[tuple[int, int, bytes | None, int]] = []  # (start, end, data|None, ts)
+        self.ooo_bytes = 0
+        self.hist: deque[bytes] = deque()                    # delivered chunks ending at nxt
+        self.hist_bytes = 0
+
+    def start(self, seq: int) -> None:
+        self.started = True
+        self.base = self.nseq = seq & _MASK
+        self.nxt = 0
+        self.fast = self.fin_off is None and not self.ooo
+
+
+class _Conn:
+    __slots__ = ("conn", "dirs", "keys")
+
+    def __init__(self, conn: TcpConnection) -> None:
+        self.conn = conn
+        self.dirs = (_Dir(self, 0), _Dir(self, 1))
+        self.dirs[0].other = self.dirs[1]
+        self.dirs[1].other = self.dirs[0]
+        self.keys = (
+            (conn.a_ip, conn.a_port, conn.b_ip, conn.b_port),
+            (conn.b_ip, conn.b_port, conn.a_ip, conn.a_port),
+        )
+
+
+class TcpReassembler:
+    """Reassembles the TCP byte streams of many connections (sans-IO).
+
+    Args:
+        max_ooo_bytes: out-of-order payload bytes buffered per direction.
+        max_ooo_segments: out-of-order segments buffered per direction.
+        max_connections: open connections kept; the least recently active is evicted.
+        idle_timeout_ns: :meth:`expire` closes connections idle longer than this.
+        max_history_bytes: delivered bytes kept (as references) per direction to compare
+            retransmissions against; 0 disables the comparison for delivered data.
+        closed_linger_ns: how long (capture time) a FIN/RST-closed flow is remembered so
+            that its trailing segments are ignored.
+
+    Feed segments in capture order with :meth:`feed`; call :meth:`expire` now and then
+    (e.g. once per second of capture time) and :meth:`flush` at the end of the capture.
+    Statistics are in :attr:`stats`.
+    """
+
+    def __init__(
+        self,
+        *,
+        max_ooo_bytes: int = 4 * 2**20,
+        max_ooo_segments: int = 2048,
+        max_connections: int = 100_000,
+        idle_timeout_ns: int = 3600 * 10**9,
+        max_history_bytes: int = 64 * 1024,
+        closed_linger_ns: int = 60 * 10**9,
+    ) -> None:
+        if max_connections < 1:
+            raise ValueError("max_connections must be >= 1")
+        self.max_ooo_bytes = max_ooo_bytes
+        self.max_ooo_segments = max_ooo_segments
+        self.max_connections = max_connections
+        self.idle_timeout_ns = idle_timeout_ns
+        self.max_history_bytes = max_history_bytes
+        self.closed_linger_ns = closed_linger_ns
+        self.stats = ReassemblyStats()
+        self._flows: dict[tuple, _Dir] = {}          # 4-tuple (sender first) -> sender's _Dir
+        self._lru: OrderedDict[_Conn, None] = OrderedDict()   # least recently active first
+        self._mru: _Conn | None = None
+        self._closed: OrderedDict[tuple, tuple[_Conn, int]] = OrderedDict()  # tombstones
+        self._next_id = 0
+
+    # ------------------------------------------------------------------ public API
+
+    @property
+    def open_connections(self) -> int:
+        """Number of connections currently open (in the table)."""
+        return len(self._lru)
+
+    def feed(self, seg: TcpSegment) -> list[StreamEvent]:
+        """Process one segment; return the events it caused, in order.
+
+        Events may concern several connections (an eviction, a port reuse closes the old
+        connection before the new one's events).
+        """
+        ds = self._flows.get((seg.src_ip, seg.src_port, seg.dst_ip, seg.dst_port))
+        if ds is not None:
+            flags = seg.flags
+            if not flags & _CTRL and not seg.missing_bytes:
+                if flags & ACK:
+                    od = ds.other
+                    if od.started:
+                        x = (seg.ack - od.nseq) & _MASK
+                        if x and x < _HALF:
+                            return self._feed_slow(seg, ds)
+                payload = seg.payload
+                if payload:
+                    if ds.fast and seg.seq == ds.nseq:
+                        # fast path: in-order data
+                        n = len(payload)
+                        off = ds.nxt
+                        ds.nxt = off + n
+                        ds.nseq = (ds.nseq + n) & _MASK
+                        hist = ds.hist
+                        hist.append(payload)
+                        hb = ds.hist_bytes + n
+                        limit = self.max_history_bytes
+                        while hb - len(hist[0]) >= limit:
+                            hb -= len(hist.popleft())
+                            if not hist:
+                                break
+                        ds.hist_bytes = hb
+                        ts = seg.ts_ns
+                        conn = ds.conn
+                        d = ds.d
+                        conn.last_ts_ns = ts
+                        conn.segments[d] += 1
+                        conn.bytes[d] += n
+                        stats = self.stats
+                        stats.segments += 1
+                        stats.payload_bytes += n
+                        st = ds.st
+                        if st is not self._mru:
+                            self._lru.move_to_end(st)
+                            self._mru = st
+                        ev = _new(StreamData)
+                        _sd_conn(ev, conn)
+                        _sd_direction(ev, d)
+                        _sd_offset(ev, off)
+                        _sd_data(ev, payload)
+                        _sd_ts(ev, ts)
+                        return [ev]
+                else:
+                    # fast path: pure ACK (or empty segment) on a known flow
+                    conn = ds.conn
+                    conn.last_ts_ns = seg.ts_ns
+                    conn.segments[ds.d] += 1
+                    self.stats.segments += 1
+                    st = ds.st
+                    if st is not self._mru:
+                        self._lru.move_to_end(st)
+                        self._mru = st
+                    return []
+        return self._feed_slow(seg, ds)
+
+    def expire(self, now_ns: int) -> list[StreamEvent]:
+        """Close connections idle for more than ``idle_timeout_ns`` at ``now_ns``.
+
+        Each is drained (buffered data delivered, holes as gaps with reason ``"close"``)
+        and ends with ``StreamClosed(reason="idle", ts_ns=now_ns)``. Also forgets closed
+        flows older than ``closed_linger_ns``. Cost: proportional to what is expired.
+        """
+        out: list[StreamEvent] = []
+        lru = self._lru
+        limit = now_ns - self.idle_timeout_ns
+        while lru:
+            st = next(iter(lru))
+            if st.conn.last_ts_ns >= limit:
+                break
+            self._close(st, now_ns, "idle", out)
+        closed = self._closed
+        limit = now_ns - self.closed_linger_ns
+        while closed:
+            key, (st, ts) = next(iter(closed.items()))
+            if ts >= limit:
+                break
+            self._forget(st)
+        return out
+
+    def flush(self, ts_ns: int | None = None) -> list[StreamEvent]:
+        """End of capture: drain and close every open connection (in ``conn_id`` order).
+
+        Buffered data is delivered, holes become gaps with reason ``"close"``, then
+        ``StreamClosed(reason="end_of_capture")``. ``ts_ns`` is the time stamped on the
+        gaps and closes; ``None`` uses each connection's last packet time.
+        """
+        out: list[StreamEvent] = []
+        for st in sorted(self._lru, key=lambda s: s.conn.conn_id):
+            self._close(st, st.conn.last_ts_ns if ts_ns is None else ts_ns,
+                        "end_of_capture", out)
+        self._closed.clear()
+        return out
+
+    # ------------------------------------------------------------------ slow path
+
+    def _feed_slow(self, seg: TcpSegment, ds: _Dir | None) -> list[StreamEvent]:
+        stats = self.stats
+        stats.segments += 1
+        stats.payload_bytes += len(seg.payload)
+        out: list[StreamEvent] = []
+        flags = seg.flags
+        ts = seg.ts_ns
+        if ds is None:
+            key = (seg.src_ip, seg.src_port, seg.dst_ip, seg.dst_port)
+            tomb = self._closed.get(key)
+            if tomb is not None and ts - tomb[1] > self.closed_linger_ns:
+                self._forget(tomb[0])
+                tomb = None
+            if flags & SYN:
+                if tomb is not None:
+                    self._forget(tomb[0])
+                ds = self._open(seg, out)
+            elif tomb is not None or not (seg.payload or seg.missing_bytes > 0):
+                stats.segments_ignored += 1
+                return out
+            else:
+                ds = self._open(seg, out)
+        elif flags & SYN:
+            ds = self._on_syn(seg, ds, out)
+            if ds is None:
+                return out
+        self._process(seg, ds, out)
+        return out
+
+    def _open(self, seg: TcpSegment, out: list[StreamEvent]) -> _Dir:
+        """Create a connection for ``seg``; return the _Dir of its sender."""
+        if len(self._lru) >= self.max_connections:
+            victim = next(iter(self._lru))
+            self.stats.evictions += 1
+            self._close(victim, seg.ts_ns, "evicted", out)
+        flags = seg.flags
+        synack = (flags & (SYN | ACK)) == (SYN | ACK)
+        if synack:   # A is the receiver of the SYN-ACK: the endpoint that sent the SYN
+            a_ip, a_port, b_ip, b_port = seg.dst_ip, seg.dst_port, seg.src_ip, seg.src_port
+        else:
+            a_ip, a_port, b_ip, b_port = seg.src_ip, seg.src_port, seg.dst_ip, seg.dst_port
+        conn = TcpConnection(
+            conn_id=self._next_id, a_ip=a_ip, a_port=a_port, b_ip=b_ip, b_port=b_port,
+            first_ts_ns=seg.ts_ns, last_ts_ns=seg.ts_ns,
+            handshake_seen=bool(flags & SYN) and not synack,
+        )
+        self._next_id += 1
+        st = _Conn(conn)
+        self._flows[st.keys[0]] = st.dirs[0]
+        self._flows[st.keys[1]] = st.dirs[1]
+        self._lru[st] = None
+        self._mru = st
+        self.stats.connections_opened += 1
+        ds = st.dirs[1 if synack else 0]
+        if flags & SYN:
+            ds.syn_isn = seg.seq
+            ds.start(seg.seq + 1)
+            if synack:
+                ds.other.start(seg.ack)
+        return ds
+
+    def _on_syn(self, seg: TcpSegment, ds: _Dir, out: list[StreamEvent]) -> _Dir | None:
+        """A SYN on a known open flow: same connection (returns ds), a new connection
+        (port reuse: closes the old one, returns the new sender _Dir) or ignored (None)."""
+        st = ds.st
+        seq = seg.seq
+        half_closed = st.dirs[0].fin_off is not None or st.dirs[1].fin_off is not None
+        consistent = False
+        if not half_closed:
+            if ds.syn_isn is not None:
+                consistent = ds.syn_isn == seq
+            elif ds.started:
+                consistent = ds.base == ((seq + 1) & _MASK)
+            else:
+                consistent = bool(seg.flags & ACK)  # SYN-ACK completing our view of B
+        if not consistent:
+            self._close(st, seg.ts_ns, "port_reuse", out)
+            return self._open(seg, out)
+        if ds.syn_isn is None:
+            ds.syn_isn = seq
+            if not ds.started:
+                ds.start(seq + 1)
+            if seg.flags & ACK:
+                if not ds.other.started:
+                    ds.other.start(seg.ack)
+            elif ds.d == 0:
+                st.conn.handshake_seen = True
+        else:
+            self.stats.retransmitted_segments += 1
+        return ds
+
+    def _process(self, seg: TcpSegment, ds: _Dir, out: list[StreamEvent]) -> None:
+        """Everything but connection lookup/creation: counters, ACK, RST, data, FIN."""
+        st = ds.st
+        conn = st.conn
+        ts = seg.ts_ns
+        flags = seg.flags
+        conn.last_ts_ns = ts
+        conn.segments[ds.d] += 1
+        if st is not self._mru:
+            self._lru.move_to_end(st)
+            self._mru = st
+        if flags & ACK:
+            self._on_ack(ds.other, seg.ack, ts, out)
+        if flags & RST:
+            self._close(st, ts, "rst", out)
+            return
+        payload = seg.payload
+        missing = seg.missing_bytes if seg.missing_bytes > 0 else 0
+        seq = (seg.seq + 1) & _MASK if flags & SYN else seg.seq
+        n = len(payload) + missing
+        if not (n or flags & FIN):
+            return
+        if not ds.started:
+            ds.start(seq)
+        off = ds.nxt + _sdiff(seq, ds.nseq)
+        if n:
+            self._ingest(ds, off, payload, missing, ts, out)
+        if flags & FIN:
+            if ds.fin_off is None:
+                fin_off = off + n
+                if fin_off < ds.nxt:
+                    fin_off = ds.nxt
+                ds.fin_off = fin_off
+                ds.fast = False
+                self._trim_beyond_fin(ds)
+            if st.dirs[0].fin_off is not None and st.dirs[1].fin_off is not None:
+                self._close(st, ts, "fin", out)
+
+    def _on_ack(self, od: _Dir, ack: int, ts: int, out: list[StreamEvent]) -> None:
+        """ACK-based loss detection for direction ``od`` (the data the ACK acknowledges)."""
+        if not od.started:
+            return
+        x = _sdiff(ack, od.nseq)
+        if x <= 0:
+            return
+        if x == 1 and od.fin_off is None and not od.ooo:
+            return   # may acknowledge a FIN the capture did not see: not evidence of data
+        acked = od.nxt + x
+        if od.fin_off is not None and acked > od.fin_off:
+            acked = od.fin_off
+        # every hole below ``acked`` was received by the peer: declare each one
+        while od.nxt < acked:
+            limit = acked
+            if od.starts and limit > od.starts[0]:
+                limit = od.starts[0]
+            self._gap(od, limit - od.nxt, ts, "lost", out)
+            self._drain_front(od, out)
+        od.fast = od.fin_off is None and not od.ooo
+
+    def _ingest(self, ds: _Dir, off: int, data: bytes, missing: int, ts: int,
+                out: list[StreamEvent]) -> None:
+        """Add the segment range [off, off+len(data)+missing) to direction ``ds``."""
+        stats = self.stats
+        end = off + len(data) + missing
+        fin = ds.fin_off
+        if fin is not None and end > fin:
+            stats.segments_ignored += 1
+            if off >= fin:
+                return
+            if off + len(data) > fin:
+                data = data[: fin - off]
+                missing = 0
+            else:
+                missing = fin - off - len(data)
+            end = fin
+        pieces: list[tuple[int, int, bytes | None]] = []
+        if data:
+            pieces.append((off, off + len(data), data))
+        if missing:
+            pieces.append((off + len(data), end, None))
+        nxt = ds.nxt
+        retrans = 0
+        conflict = False
+        if off < nxt:
+            trimmed = []
+            for s, e, b in pieces:
+                if s < nxt:
+                    k = min(e, nxt) - s
+                    retrans += k
+                    if b is not None and self._hist_conflict(ds, s, b[:k]):
+                        conflict = True
+                    if e <= nxt:
+                        continue
+                    s, b = nxt, (b[k:] if b is not None else None)
+                trimmed.append((s, e, b))
+            pieces = trimmed
+        if pieces:
+            if pieces[0][0] == nxt and not ds.ooo:
+                # in order, nothing buffered: deliver directly
+                for s, e, b in pieces:
+                    if b is None:
+                        self._gap(ds, e - s, ts, "snaplen", out)
+                    else:
+                        self._deliver(ds, b, ts, out)
+            else:
+                r, c = self._buffer(ds, pieces, ts)
+                retrans += r
+                conflict = conflict or c
+                self._drain_front(ds, out)
+                self._enforce_limits(ds, ts, out)
+            ds.fast = ds.fin_off is None and not ds.ooo
+        if retrans:
+            conn = ds.conn
+            stats.retransmitted_segments += 1
+            stats.retransmitted_bytes += retrans
+            conn.retransmitted_bytes[ds.d] += retrans
+            if conflict:
+                stats.overlap_conflicts += 1
+                conn.overlap_conflicts += 1
+
+    def _buffer(self, ds: _Dir, pieces: list[tuple[int, int, bytes | None]],
+                ts: int) -> tuple[int, bool]:
+        """Insert pieces (all >= nxt) into the out-of-order buffer; bytes already buffered
+        are kept (first copy wins). Returns (bytes already buffered, conflict seen)."""
+        starts = ds.starts
+        ooo = ds.ooo
+        retrans = 0
+        conflict = False
+        new: list[tuple[int, int, bytes | None, int]] = []
+        for s, e, b in pieces:
+            i = bisect_right(starts, s) - 1
+            if i < 0 or ooo[i][1] <= s:
+                i += 1
+            cur = s
+            while i < len(ooo) and ooo[i][0] < e:
+                es, ee, eb, _ = ooo[i]
+                if cur < es:
+                    new.append((cur, es, None if b is None else b[cur - s: es - s], ts))
+                lo = max(cur, es)
+                hi = min(e, ee)
+                if hi > lo:
+                    retrans += hi - lo
+                    if (b is not None and eb is not None
+                            and b[lo - s: hi - s] != eb[lo - es: hi - es]):
+                        conflict = True
+                if ee > cur:
+                    cur = ee
+                i += 1
+            if cur < e:
+                new.append((cur, e, None if b is None else b[cur - s:], ts))
+        for entry in new:
+            j = bisect_left(starts, entry[0])
+            starts.insert(j, entry[0])
+            ooo.insert(j, entry)
+            if entry[2] is not None:
+                ds.ooo_bytes += entry[1] - entry[0]
+        return retrans, conflict
+
+    def _drain_front(self, ds: _Dir, out: list[StreamEvent]) -> None:
+        """Deliver buffered entries contiguous with ``nxt``."""
+        starts = ds.starts
+        ooo = ds.ooo
+        while starts and starts[0] == ds.nxt:
+            del starts[0]
+            s, e, b, ts = ooo.pop(0)
+            if b is None:
+                self._gap(ds, e - s, ts, "snaplen", out)
+            else:
+                ds.ooo_bytes -= e - s
+                self._deliver(ds, b, ts, out)
+
+    def _enforce_limits(self, ds: _Dir, ts: int, out: list[StreamEvent]) -> None:
+        while ds.ooo and (ds.ooo_bytes > self.max_ooo_bytes
+                          or len(ds.ooo) > self.max_ooo_segments):
+            self.stats.ooo_overflows += 1
+            self._gap(ds, ds.starts[0] - ds.nxt, ts, "ooo_overflow", out)
+            self._drain_front(ds, out)
+
+    def _trim_beyond_fin(self, ds: _Dir) -> None:
+        fin = ds.fin_off
+        ooo = ds.ooo
+        dropped = False
+        while ooo and ooo[-1][1] > fin:
+            s, e, b, t = ooo[-1]
+            dropped = True
+            if b is not None:
+                ds.ooo_bytes -= e - s
+            if s >= fin:
+                ooo.pop()
+                ds.starts.pop()
+            else:
+                nb = None if b is None else b[: fin - s]
+                if nb is not None:
+                    ds.ooo_bytes += fin - s
+                ooo[-1] = (s, fin, nb, t)
+                break
+        if dropped:
+            self.stats.segments_ignored += 1
+
+    def _hist_conflict(self, ds: _Dir, off: int, data: bytes) -> bool:
+        """Whether ``data`` at ``off`` (< nxt) differs from delivered bytes still in the
+        history."""
+        end = off + len(data)
+        pos_end = ds.nxt
+        for chunk in reversed(ds.hist):
+            cstart = pos_end - len(chunk)
+            lo = max(off, cstart)
+            hi = min(end, pos_end)
+            if hi > lo and data[lo - off: hi - off] != chunk[lo - cstart: hi - cstart]:
+                return True
+            if cstart <= off:
+                break
+            pos_end = cstart
+        return False
+
+    # ------------------------------------------------------------------ emitters
+
+    def _deliver(self, ds: _Dir, data: bytes, ts: int, out: list[StreamEvent]) -> None:
+        n = len(data)
+        off = ds.nxt
+        out.append(StreamData(ds.conn, ds.d, off, data, ts))
+        ds.nxt = off + n
+        ds.nseq = (ds.base + off + n) & _MASK
+        ds.conn.bytes[ds.d] += n
+        hist = ds.hist
+        hist.append(data)
+        hb = ds.hist_bytes + n
+        limit = self.max_history_bytes
+        while hist and hb - len(hist[0]) >= limit:
+            hb -= len(hist.popleft())
+        ds.hist_bytes = hb
+
+    def _gap(self, ds: _Dir, length: int, ts: int, reason: str,
+             out: list[StreamEvent]) -> None:
+        off = ds.nxt
+        out.append(StreamGap(ds.conn, ds.d, off, length, ts, reason))
+        ds.nxt = off + length
+        ds.nseq = (ds.base + off + length) & _MASK
+        ds.conn.gap_bytes[ds.d] += length
+        ds.hist.clear()
+        ds.hist_bytes = 0
+        self.stats.gaps += 1
+        self.stats.gap_bytes += length
+
+    def _close(self, st: _Conn, ts: int, reason: str, out: list[StreamEvent]) -> None:
+        """Drain both directions, emit StreamClosed, remove the connection."""
+        for ds in st.dirs:
+            while ds.ooo:
+                hole = ds.starts[0] - ds.nxt
+                if hole > 0:
+                    self._gap(ds, hole, ts, "close", out)
+                self._drain_front(ds, out)
+            if ds.fin_off is not None and ds.fin_off > ds.nxt:
+                self._gap(ds, ds.fin_off - ds.nxt, ts, "close", out)
+            ds.fast = False
+            ds.hist.clear()
+            ds.hist_bytes = 0
+        conn = st.conn
+        conn.closed = reason
+        out.append(StreamClosed(conn, ts, reason))
+        self.stats.connections_closed += 1
+        flows = self._flows
+        for key in st.keys:
+            if flows.get(key) in st.dirs:
+                del flows[key]
+        self._lru.pop(st, None)
+        if self._mru is st:
+            self._mru = None
+        if reason in ("fin", "rst") and self.closed_linger_ns > 0:
+            closed = self._closed
+            for key in st.keys:
+                closed.pop(key, None)
+                closed[key] = (st, ts)
+            while len(closed) > 2 * self.max_connections:
+                self._forget(next(iter(closed.values()))[0])
+
+    def _forget(self, st: _Conn) -> None:
+        """Drop the tombstone of a closed connection."""
+        closed = self._closed
+        for key in st.keys:
+            ent = closed.get(key)
+            if ent is not None and ent[0] is st:
+                del closed[key]
