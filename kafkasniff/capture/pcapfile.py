@@ -1,0 +1,651 @@
+"""Streaming reader for pcap and pcapng capture files (optionally gzip-compressed).
+
+``open_capture(source)`` sniffs the format from the first bytes (never from the file name)
+and returns a :class:`PacketSource` that yields :class:`CapturedPacket` values one by one,
+holding at most one read buffer (1 MiB, or one record if a record is larger) in memory, so
+multi-GB files read with flat memory. Sources: a path, ``"-"`` for standard input (not
+seekable: nothing here ever seeks), or a binary file object.
+
+Formats:
+
+* pcap (https://datatracker.ietf.org/doc/draft-ietf-opsawg-pcap/): all four magics
+  (microsecond / nanosecond, little / big endian). The link type is the low 16 bits of the
+  header's LinkType field (the upper bits carry FCS information).
+* pcapng (https://datatracker.ietf.org/doc/draft-ietf-opsawg-pcapng/): any number of sections,
+  each with its own byte order and its own interface list. Blocks read: SHB, IDB (link type,
+  snaplen, ``if_tsresol`` in both the 10^-n and the 2^-n form, ``if_tsoffset``), EPB, SPB
+  (interface 0, no timestamp: the last timestamp seen in the section is reused, else 0) and
+  the obsolete Packet Block (type 2). Every other block (NRB, ISB, DSB, custom, ...) is skipped
+  and counted in :attr:`PacketSource.blocks_skipped`. Interface ids are renumbered into
+  global ids unique across sections (first interface of the file is 0, then in file order).
+* gzip (RFC 1952, multi-member allowed) wrapping either of the above, decompressed as a
+  stream.
+
+Timestamps are exact integer nanoseconds since the epoch; no float is involved anywhere.
+
+Damage inside a recognised file is never an exception: reading stops and one
+:class:`~kafkasniff.issues.DecodeIssue` is appended to :attr:`PacketSource.issues`
+(``capture_truncated`` when the file ends inside a record or block, or reading fails;
+``capture_block_invalid`` for an impossible block length, a record larger than
+:data:`MAX_RECORD_BYTES`, a packet naming an undeclared interface, or corrupt gzip data).
+Only a source that cannot be read at all raises :class:`~kafkasniff.errors.CaptureError`.
+
+Why our own reader rather than dpkt or scapy: dpkt's pcapng ``Reader`` honours only the first
+interface of the first section (link type and timestamp resolution) and converts timestamps to
+float seconds, losing nanoseconds; scapy's readers are several times slower per packet and
+build full packet objects we do not need.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import stat
+import struct
+import sys
+import zlib
+from typing import IO, Callable, Iterator
+
+from kafkasniff.capture.types import CapturedPacket
+from kafkasniff.errors import CaptureError
+from kafkasniff.issues import DecodeIssue, IssueKind, Severity
+
+__all__ = [
+    "MAX_RECORD_BYTES",
+    "READ_CHUNK_BYTES",
+    "PacketSource",
+    "open_capture",
+]
+
+#: Size of one read from the underlying file.
+READ_CHUNK_BYTES = 1 << 20
+#: Sanity bound on one packet record's captured length / one pcapng block's length. Larger
+#: values are garbage: reading stops with a ``capture_block_invalid`` issue.
+MAX_RECORD_BYTES = 256 << 20
+_MAX_BLOCK_BYTES = MAX_RECORD_BYTES + (1 << 16)
+
+_GZIP_MAGIC = b"\x1f\x8b"
+_PCAPNG_SHB = 0x0A0D0D0A
+_PCAPNG_BOM = 0x1A2B3C4D
+# pcap magic as it appears in the file -> (struct byte-order prefix, ns per fraction unit)
+_PCAP_MAGICS = {
+    b"\xd4\xc3\xb2\xa1": ("<", 1000),   # little endian, microseconds
+    b"\xa1\xb2\xc3\xd4": (">", 1000),   # big endian, microseconds
+    b"\x4d\x3c\xb2\xa1": ("<", 1),      # little endian, nanoseconds
+    b"\xa1\xb2\x3c\x4d": (">", 1),      # big endian, nanoseconds
+}
+_PCAP_HEADER_BYTES = 24
+_PCAP_RECORD_HEADER_BYTES = 16
+
+# pcapng block types
+_BT_OPB = 0x00000002
+_BT_IDB = 0x00000001
+_BT_SPB = 0x00000003
+_BT_EPB = 0x00000006
+# pcapng IDB options
+_OPT_ENDOFOPT = 0
+_OPT_IF_TSRESOL = 9
+_OPT_IF_TSOFFSET = 14
+
+_NS_PER_S = 1_000_000_000
+
+
+class _Structs:
+    """Precompiled structs for one byte order."""
+
+    __slots__ = ("u32x2", "u32", "pcap_hdr", "pcap_rec", "epb", "opb", "idb", "opt", "i64", "u16")
+
+    def __init__(self, e: str) -> None:
+        self.u32x2 = struct.Struct(e + "II")
+        self.u32 = struct.Struct(e + "I")
+        self.u16 = struct.Struct(e + "H")
+        self.pcap_hdr = struct.Struct(e + "HHiIII")    # vmaj vmin thiszone sigfigs snaplen network
+        self.pcap_rec = struct.Struct(e + "IIII")      # sec frac caplen origlen
+        self.epb = struct.Struct(e + "IIIII")          # iface ts_hi ts_lo caplen origlen
+        self.opb = struct.Struct(e + "HHIIII")         # iface drops ts_hi ts_lo caplen origlen
+        self.idb = struct.Struct(e + "HHI")            # linktype reserved snaplen
+        self.opt = struct.Struct(e + "HH")             # option code, length
+        self.i64 = struct.Struct(e + "q")
+
+
+_LE = _Structs("<")
+_BE = _Structs(">")
+
+
+class _CountingReader:
+    """A minimal read-only file object over ``raw`` that first replays ``prefix`` and counts
+    the bytes handed out (so a gzip source can report its compressed position)."""
+
+    def __init__(self, prefix: bytes, read: Callable[[int], bytes],
+                 error: BaseException | None = None) -> None:
+        self._prefix = prefix
+        self._read = read
+        self._error = error
+        self.count = 0
+
+    def read(self, n: int = -1) -> bytes:
+        if self._error is not None and not self._prefix:
+            exc, self._error = self._error, None
+            raise exc
+        if self._prefix:
+            if n < 0 or n >= len(self._prefix):
+                data, self._prefix = self._prefix, b""
+            else:
+                data, self._prefix = self._prefix[:n], self._prefix[n:]
+        else:
+            data = self._read(n if n >= 0 else READ_CHUNK_BYTES)
+        self.count += len(data)
+        return data
+
+    def readable(self) -> bool:
+        return True
+
+
+def _reader_of(f: IO[bytes]) -> Callable[[int], bytes]:
+    """The function that reads "what is available, at most n bytes" from ``f`` (``read1`` on
+    buffered streams so that a pipe delivers packets as they come)."""
+    read1 = getattr(f, "read1", None)
+    return read1 if read1 is not None else f.read
+
+
+def _hex4(data: bytes) -> str:
+    return " ".join(f"{b:02x}" for b in data[:4])
+
+
+_READ_ERRORS = (OSError, EOFError, zlib.error, ValueError)
+
+
+def _read_head(read: Callable[[int], bytes], want: int) -> tuple[bytes, BaseException | None]:
+    """Read until ``want`` bytes are there or the stream ends (pipes deliver in pieces).
+    Returns the bytes and the read error that stopped reading early, if any."""
+    parts: list[bytes] = []
+    have = 0
+    while have < want:
+        try:
+            chunk = read(READ_CHUNK_BYTES)
+        except _READ_ERRORS as exc:
+            return b"".join(parts), exc
+        if not chunk:
+            break
+        parts.append(chunk)
+        have += len(chunk)
+    return b"".join(parts), None
+
+
+def _exc_text(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    return str(exc) or type(exc).__name__
+
+
+class PacketSource:
+    """A stream of :class:`CapturedPacket` from a pcap or pcapng file. Made by
+    :func:`open_capture`; iterate it once. A context manager; :meth:`close` releases the file
+    if it was opened here.
+
+    Attributes:
+        name: the source as named in messages (path, ``"<stdin>"``, or the file object's name).
+        format: ``"pcap"`` or ``"pcapng"``.
+        compressed: ``"gzip"`` or ``""``.
+        packets_read: packets yielded so far.
+        bytes_read: bytes read so far from the underlying file, including read-ahead of at most
+            one read buffer (``READ_CHUNK_BYTES``); for gzip sources, compressed bytes read.
+            Meant for a progress bar against ``total_bytes``.
+        total_bytes: size of the underlying file from where reading started (compressed size
+            for gzip), or ``None`` when unknown (pipes, sockets).
+        link_types: global interface id -> LINKTYPE_* value, filled as interfaces are declared
+            (pcap: ``{0: link_type}`` from the file header).
+        blocks_skipped: pcapng blocks of types not read (NRB, ISB, DSB, custom, ...).
+        issues: :class:`DecodeIssue` records (at most one: reading stops at the first damage).
+    """
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        fmt: str,
+        read: Callable[[int], bytes],
+        head: bytes,
+        closers: list[Callable[[], object]],
+        total_bytes: int | None,
+        counter: _CountingReader | None,
+        head_error: BaseException | None = None,
+    ) -> None:
+        self.name = name
+        self.format = fmt
+        self.compressed = "gzip" if counter is not None else ""
+        self.packets_read = 0
+        self.total_bytes = total_bytes
+        self.link_types: dict[int, int] = {}
+        self.blocks_skipped = 0
+        self.issues: list[DecodeIssue] = []
+        self._read = read
+        self._head = head
+        self._closers = closers
+        self._counter = counter
+        self._nread = len(head)     # raw bytes read (non-gzip)
+        self._offset = 0            # stream offset of the current buffer's first byte
+        self._eof = False
+        self._read_failed = False
+        self._last_ts_ns = 0
+        self._closed = False
+        self._pcap_header_ok = False
+        if head_error is not None:
+            self._read_error(head_error, len(head))
+        if fmt == "pcap":
+            self._parse_pcap_header()
+        self._iter: Iterator[CapturedPacket] = (
+            self._iter_pcap() if fmt == "pcap" else self._iter_pcapng()
+        )
+
+    # ------------------------------------------------------------------ public API
+
+    @property
+    def bytes_read(self) -> int:
+        if self._counter is not None:
+            return self._counter.count
+        return self._nread
+
+    def __iter__(self) -> Iterator[CapturedPacket]:
+        return self._iter
+
+    def __enter__(self) -> "PacketSource":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Stop iteration and close what :func:`open_capture` opened (not a file object or
+        stdin passed in by the caller). Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        self._iter.close()  # type: ignore[attr-defined]
+        self._head = b""
+        for close in self._closers:
+            try:
+                close()
+            except Exception:  # noqa: BLE001 - closing a broken stream must not raise
+                pass
+
+    def __repr__(self) -> str:
+        return (f"PacketSource({self.name!r}, format={self.format!r}, "
+                f"packets_read={self.packets_read}, issues={len(self.issues)})")
+
+    # ------------------------------------------------------------------ buffering
+
+    def _refill(self, buf: bytes, pos: int, need: int) -> bytes:
+        """Return ``buf[pos:]`` extended by reads until it holds ``need`` bytes or the stream
+        ends. Reads at most ``READ_CHUNK_BYTES`` at a time, so garbage lengths never allocate
+        more than the file really holds."""
+        self._offset += pos
+        rest = buf[pos:] if pos else buf
+        have = len(rest)
+        if have >= need or self._eof:
+            return rest
+        parts = [rest]
+        read = self._read
+        while have < need:
+            try:
+                chunk = read(READ_CHUNK_BYTES)
+            except _READ_ERRORS as exc:
+                self._read_error(exc, self._offset + have)
+                break
+            if not chunk:
+                self._eof = True
+                break
+            self._nread += len(chunk)
+            parts.append(chunk)
+            have += len(chunk)
+        return b"".join(parts) if len(parts) > 1 else rest
+
+    def _read_error(self, exc: BaseException, offset: int) -> None:
+        """Record the error that ended reading after ``offset`` stream bytes."""
+        self._eof = True
+        self._read_failed = True
+        if isinstance(exc, EOFError):     # gzip: compressed stream cut short
+            kind, severity = IssueKind.CAPTURE_TRUNCATED, Severity.WARNING
+            why = f"compressed stream ends early ({_exc_text(exc)})"
+        elif self._counter is not None and not isinstance(exc, ValueError):
+            kind, severity = IssueKind.CAPTURE_BLOCK_INVALID, Severity.ERROR
+            why = f"corrupt gzip data ({_exc_text(exc)})"
+        else:
+            kind, severity = IssueKind.CAPTURE_TRUNCATED, Severity.WARNING
+            why = f"read error ({_exc_text(exc)})"
+        self._issue(kind, severity,
+                    f"{self.name}: {why} after {self._offset_text(offset)}; reading stopped")
+
+    def _offset_text(self, offset: int) -> str:
+        if self._counter is not None:
+            return f"byte offset {offset} of the decompressed stream"
+        return f"byte offset {offset}"
+
+    def _issue(self, kind: IssueKind, severity: Severity, message: str, length: int = 0) -> None:
+        self.issues.append(DecodeIssue(kind=kind, severity=severity, message=message,
+                                       ts_ns=self._last_ts_ns, length_bytes=length))
+
+    def _truncated(self, pos: int, have: int, need: int, what: str) -> None:
+        """The stream ended with ``have`` of ``need`` bytes of ``what`` at buffer ``pos``."""
+        if self._read_failed:
+            return  # the read error is the issue
+        self._issue(IssueKind.CAPTURE_TRUNCATED, Severity.WARNING,
+                    f"{self.name}: file ends inside {what} at "
+                    f"{self._offset_text(self._offset + pos)} ({have} of {need} bytes present)",
+                    length=have)
+
+    def _invalid(self, pos: int, why: str) -> None:
+        self._issue(IssueKind.CAPTURE_BLOCK_INVALID, Severity.ERROR,
+                    f"{self.name}: {why} at {self._offset_text(self._offset + pos)}; "
+                    f"reading stopped")
+
+    # ------------------------------------------------------------------ pcap
+
+    def _parse_pcap_header(self) -> None:
+        head = self._refill(self._head, 0, _PCAP_HEADER_BYTES)
+        self._head = head
+        if len(head) < _PCAP_HEADER_BYTES:
+            self._truncated(0, len(head), _PCAP_HEADER_BYTES, "the pcap file header")
+            return
+        e, self._pcap_frac_ns = _PCAP_MAGICS[head[:4]]
+        self._s = _LE if e == "<" else _BE
+        _vmaj, _vmin, _zone, _sigfigs, _snaplen, network = self._s.pcap_hdr.unpack_from(head, 4)
+        self._link_type = network & 0xFFFF
+        self.link_types[0] = self._link_type
+        self._pcap_header_ok = True
+
+    def _iter_pcap(self) -> Iterator[CapturedPacket]:
+        if not self._pcap_header_ok:
+            return
+        buf = self._head
+        self._head = b""
+        pos = _PCAP_HEADER_BYTES
+        end = len(buf)
+        rec = self._s.pcap_rec.unpack_from
+        link = self._link_type
+        frac_ns = self._pcap_frac_ns
+        max_rec = MAX_RECORD_BYTES
+        packet = CapturedPacket
+        ts = 0
+        while True:
+            # hot loop: records fully inside the buffer
+            while pos + 16 <= end:
+                sec, frac, caplen, origlen = rec(buf, pos)
+                nxt = pos + 16 + caplen
+                if nxt > end or caplen > max_rec:
+                    break
+                self.packets_read += 1
+                ts = sec * 1_000_000_000 + frac * frac_ns
+                yield packet(ts, link, buf[pos + 16:nxt], origlen, 0)
+                pos = nxt
+            # slow path: need more data (or garbage)
+            self._last_ts_ns = ts
+            if pos + 16 <= end:
+                sec, frac, caplen, origlen = rec(buf, pos)
+                if caplen > max_rec:
+                    self._invalid(pos, f"packet record with captured length {caplen} "
+                                       f"(over the {max_rec}-byte sanity bound)")
+                    return
+                need = 16 + caplen
+                what = "a packet record"
+            else:
+                need = 16
+                what = "a packet record header"
+            buf = self._refill(buf, pos, need)
+            pos = 0
+            end = len(buf)
+            if end < need:
+                if end == 0:
+                    return  # clean end of file (or a read error, already an issue)
+                self._truncated(0, end, need, what)
+                return
+
+    # ------------------------------------------------------------------ pcapng
+
+    def _iter_pcapng(self) -> Iterator[CapturedPacket]:
+        buf = self._head
+        self._head = b""
+        pos = 0
+        end = len(buf)
+        max_block = _MAX_BLOCK_BYTES
+        s = _LE
+        # per section: list of (global_id, link_type, snaplen, kind, factor, offset_ns)
+        # kind 0: ts * factor; 1: ts // factor; 2: (ts * 10**9) >> factor
+        ifaces: list[tuple[int, int, int, int, int, int]] = []
+        have_section = False
+        packet = CapturedPacket
+        while True:
+            if pos + 12 > end:
+                buf = self._refill(buf, pos, 12)
+                pos = 0
+                end = len(buf)
+                if end < 12:
+                    if end == 0:
+                        return  # clean end of file (or a read error, already an issue)
+                    self._truncated(0, end, 12, "a pcapng block header")
+                    return
+            btype, blen = s.u32x2.unpack_from(buf, pos)
+            if btype == _PCAPNG_SHB:
+                bom = buf[pos + 8:pos + 12]
+                if bom == b"\x4d\x3c\x2b\x1a":
+                    s = _LE
+                elif bom == b"\x1a\x2b\x3c\x4d":
+                    s = _BE
+                else:
+                    self._invalid(pos, f"pcapng section header with bad byte-order magic "
+                                       f"{_hex4(bom)}")
+                    return
+                blen = s.u32.unpack_from(buf, pos + 4)[0]
+                min_len = 28
+            elif not have_section:
+                self._invalid(pos, f"pcapng block type 0x{btype:08x} before any section header")
+                return
+            elif btype == _BT_EPB or btype == _BT_OPB:
+                min_len = 32
+            elif btype == _BT_IDB:
+                min_len = 20
+            elif btype == _BT_SPB:
+                min_len = 16
+            else:
+                min_len = 12
+            if blen < min_len or blen & 3 or blen > max_block:
+                self._invalid(pos, f"pcapng block type 0x{btype:08x} with impossible length "
+                                   f"{blen}")
+                return
+            nxt = pos + blen
+            if nxt > end:
+                buf = self._refill(buf, pos, blen)
+                pos = 0
+                end = len(buf)
+                nxt = blen
+                if end < blen:
+                    self._truncated(0, end, blen, f"a pcapng block (type 0x{btype:08x})")
+                    return
+            if s.u32.unpack_from(buf, nxt - 4)[0] != blen:
+                self._invalid(pos, f"pcapng block type 0x{btype:08x}: trailing length "
+                                   f"{s.u32.unpack_from(buf, nxt - 4)[0]} differs from "
+                                   f"leading length {blen}")
+                return
+
+            if btype == _BT_EPB or btype == _BT_OPB:
+                if btype == _BT_EPB:
+                    iface, ts_hi, ts_lo, caplen, origlen = s.epb.unpack_from(buf, pos + 8)
+                else:
+                    iface, _drops, ts_hi, ts_lo, caplen, origlen = s.opb.unpack_from(buf, pos + 8)
+                if caplen > blen - 32:
+                    self._invalid(pos, f"packet block with captured length {caplen} larger "
+                                       f"than its block (length {blen})")
+                    return
+                if iface >= len(ifaces):
+                    self._invalid(pos, f"packet block for interface {iface}, but the section "
+                                       f"declares {len(ifaces)} interface(s)")
+                    return
+                gid, link, _snap, kind, factor, off_ns = ifaces[iface]
+                ts = (ts_hi << 32) | ts_lo
+                if kind == 0:
+                    ts = ts * factor + off_ns
+                elif kind == 1:
+                    ts = ts // factor + off_ns
+                else:
+                    ts = ((ts * 1_000_000_000) >> factor) + off_ns
+                self._last_ts_ns = ts
+                self.packets_read += 1
+                yield packet(ts, link, buf[pos + 28:pos + 28 + caplen], origlen, gid)
+            elif btype == _BT_SPB:
+                if not ifaces:
+                    self._invalid(pos, "simple packet block, but the section declares no "
+                                       "interface")
+                    return
+                gid, link, snap, _k, _f, _o = ifaces[0]
+                origlen = s.u32.unpack_from(buf, pos + 8)[0]
+                caplen = min(origlen, blen - 16)
+                if snap:
+                    caplen = min(caplen, snap)
+                self.packets_read += 1
+                yield packet(self._last_ts_ns, link, buf[pos + 12:pos + 12 + caplen], origlen, gid)
+            elif btype == _BT_IDB:
+                link, _res, snap = s.idb.unpack_from(buf, pos + 8)
+                kind, factor, off_ns = self._idb_options(buf, pos + 16, nxt - 4, s)
+                gid = len(self.link_types)
+                self.link_types[gid] = link
+                ifaces.append((gid, link, snap, kind, factor, off_ns))
+            elif btype == _PCAPNG_SHB:
+                have_section = True
+                ifaces = []
+                self._last_ts_ns = 0
+            else:
+                self.blocks_skipped += 1
+            pos = nxt
+
+    @staticmethod
+    def _idb_options(buf: bytes, p: int, oend: int, s: _Structs) -> tuple[int, int, int]:
+        """(kind, factor, offset_ns) of an interface from its if_tsresol / if_tsoffset options.
+        Malformed options end option parsing (the defaults stay)."""
+        resol = 6
+        offset_s = 0
+        opt = s.opt.unpack_from
+        while p + 4 <= oend:
+            code, olen = opt(buf, p)
+            if code == _OPT_ENDOFOPT:
+                break
+            vend = p + 4 + olen
+            if vend > oend:
+                break
+            if code == _OPT_IF_TSRESOL and olen >= 1:
+                resol = buf[p + 4]
+            elif code == _OPT_IF_TSOFFSET and olen == 8:
+                offset_s = s.i64.unpack_from(buf, p + 4)[0]
+            p = p + 4 + ((olen + 3) & ~3)
+        off_ns = offset_s * _NS_PER_S
+        if resol & 0x80:
+            return 2, resol & 0x7F, off_ns
+        if resol <= 9:
+            return 0, 10 ** (9 - resol), off_ns
+        return 1, 10 ** (resol - 9), off_ns
+
+
+def open_capture(source: str | os.PathLike[str] | IO[bytes]) -> PacketSource:
+    """Open a pcap or pcapng capture (optionally gzip-compressed) for streaming.
+
+    Args:
+        source: a path (``str`` or ``os.PathLike``), ``"-"`` for standard input
+            (``sys.stdin.buffer``; read without seeking), or a binary file object (only
+            ``read``/``read1`` is used; it is not closed by :meth:`PacketSource.close`).
+
+    Returns:
+        A :class:`PacketSource` yielding :class:`CapturedPacket` values.
+
+    Raises:
+        CaptureError: the source cannot be read at all (missing, unreadable, empty, or not a
+            pcap/pcapng/gzip file), with a one-line message naming the source and why, e.g.
+            ``x.txt: not a pcap or pcapng file (starts with 48 65 6c 6c)``.
+    """
+    closers: list[Callable[[], object]] = []
+    if isinstance(source, (str, os.PathLike)) and os.fspath(source) == "-":
+        name = "<stdin>"
+        stdin_buffer = getattr(sys.stdin, "buffer", None)
+        if stdin_buffer is None:
+            raise CaptureError(f"{name}: no binary standard input to read from")
+        f: IO[bytes] = stdin_buffer
+    elif isinstance(source, (str, os.PathLike)):
+        name = os.fspath(source)
+        if isinstance(name, bytes):
+            name = os.fsdecode(name)
+        try:
+            f = open(name, "rb", buffering=0)  # noqa: SIM115 - closed by PacketSource.close
+        except FileNotFoundError:
+            raise CaptureError(f"{name}: no such file") from None
+        except IsADirectoryError:
+            raise CaptureError(f"{name}: is a directory, not a capture file") from None
+        except PermissionError:
+            raise CaptureError(f"{name}: permission denied") from None
+        except OSError as exc:
+            raise CaptureError(f"{name}: cannot open: {_exc_text(exc)}") from None
+        closers.append(f.close)
+    elif hasattr(source, "read"):
+        f = source
+        name = str(getattr(source, "name", "") or "<stream>")
+    else:
+        raise CaptureError(f"{source!r}: not a path, '-', or a binary file object")
+    try:
+        return _open_stream(f, name, closers)
+    except BaseException:
+        for close in closers:
+            close()
+        raise
+
+
+def _size_from_here(f: IO[bytes]) -> int | None:
+    """Bytes from the current position to the end of a regular file, else None."""
+    try:
+        st = os.fstat(f.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            return None
+        return max(0, st.st_size - f.tell())
+    except (OSError, AttributeError, ValueError):
+        pass
+    try:
+        if getattr(f, "seekable", None) and f.seekable():
+            cur = f.tell()
+            end = f.seek(0, os.SEEK_END)
+            f.seek(cur)
+            return max(0, end - cur)
+    except (OSError, AttributeError, ValueError):
+        pass
+    return None
+
+
+def _open_stream(f: IO[bytes], name: str, closers: list[Callable[[], object]]) -> PacketSource:
+    total = _size_from_here(f)
+    read = _reader_of(f)
+    head, err = _read_head(read, 24)
+    if not head:
+        if err is not None:
+            raise CaptureError(f"{name}: cannot read: {_exc_text(err)}")
+        raise CaptureError(f"{name}: empty file")
+    counter = None
+    kind = ""
+    if head[:2] == _GZIP_MAGIC:
+        kind = "gzip-compressed, but "
+        counter = _CountingReader(head, read, err)
+        gz = gzip.GzipFile(fileobj=counter, mode="rb")  # type: ignore[arg-type]
+        closers.insert(0, gz.close)
+        read = gz.read1
+        head, err = _read_head(read, 24)
+        if len(head) < 4 and err is not None:
+            raise CaptureError(f"{name}: {kind}cannot be decompressed: {_exc_text(err)}")
+    if len(head) < 4:
+        raise CaptureError(f"{name}: {kind}too short to be a capture file ({len(head)} bytes)")
+    if head[:4] in _PCAP_MAGICS:
+        fmt = "pcap"
+    elif head[:4] == b"\x0a\x0d\x0d\x0a":
+        fmt = "pcapng"
+        bom = head[8:12]
+        if len(bom) == 4 and bom not in (b"\x4d\x3c\x2b\x1a", b"\x1a\x2b\x3c\x4d"):
+            raise CaptureError(f"{name}: {kind}starts like pcapng but has a bad byte-order "
+                               f"magic ({_hex4(bom)})")
+    else:
+        raise CaptureError(f"{name}: {kind}not a pcap or pcapng file (starts with "
+                           f"{_hex4(head)})")
+    return PacketSource(name=name, fmt=fmt, read=read, head=head, closers=closers,
+                        total_bytes=total, counter=counter, head_error=err)
