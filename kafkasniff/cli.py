@@ -219,6 +219,7 @@ def read(files, read_files, ports, detect, max_frame_bytes, definitions, as_json
         sys.exit(0)
     progress.close()
     if not quiet:
+        out.flush()
         click.echo(_summary_line(pipe.stats, shown), err=True)
     sys.exit(1 if strict and bad else 0)
 

@@ -21,7 +21,7 @@ from kafkasniff.issues import DecodeIssue, IssueKind, Severity
 from kafkasniff.pairing.exchange import (NO_RESPONSE_EXPECTED, ORPHAN_RESPONSE, PAIRED,
                                          UNANSWERED, Exchange, Message)
 from kafkasniff.pairing.summary import Summarizer
-from kafkasniff.protocol.decoder import BodyDecoder, BodyResult
+from kafkasniff.protocol.decoder import _STRICT_ERRORS, BodyDecoder, BodyResult
 from kafkasniff.protocol.detect import request_validator, response_validator
 from kafkasniff.protocol.framing import DEFAULT_MAX_FRAME_BYTES, Frame, Framer, FramerIssue
 from kafkasniff.protocol.headers import (decode_request_header, decode_response_header,
@@ -31,6 +31,9 @@ from kafkasniff.tcp.types import TcpConnection
 
 PRODUCE = 0
 DEFAULT_MAX_PENDING = 10_000
+MAX_INFERRED_ORPHANS = 64       # per connection; later orphans are kept raw without trying
+ACKS0_HOLD_NS = 1_000_000_000   # how long an acks=0 Produce waits for an (unexpected) answer
+ACKS0_MAX_HELD = 256
 
 _ISSUE_SEVERITY = {
     IssueKind.UNKNOWN_API_KEY: Severity.WARNING,
@@ -71,12 +74,18 @@ class PairingContext:
         """A context with a fresh decoder and summarizer for ``defs``."""
         return cls(defs, BodyDecoder(defs), Summarizer(defs), **options)
 
-    def orphan_candidates(self) -> list[tuple[int, int]]:
-        """Every (api_key, version) whose response layout an orphan may have."""
+    def orphan_candidates(self) -> list[tuple[int, object, list[tuple[int, int]]]]:
+        """Distinct response layouts an orphan may have: ``(header_version, strict decoder,
+        [(api_key, version), ...])``; versions with identical layouts share one entry."""
         if not self._orphan_candidates:
+            by_layout: dict[tuple[int, str], tuple[int, object, list]] = {}
             for key, info in sorted(self.defs.apis.items()):
                 for v in self.defs.message_versions(info.response):
-                    self._orphan_candidates.append((key, v))
+                    hv = response_header_version(self.defs, key, v)
+                    fn = self.decoder.strict_decoder(key, v, True)
+                    entry = by_layout.setdefault((hv, fn._source), (hv, fn, []))
+                    entry[2].append((key, v))
+            self._orphan_candidates = list(by_layout.values())
         return self._orphan_candidates
 
 
@@ -100,7 +109,7 @@ class KafkaConnection:
 
     __slots__ = ("ctx", "tcp", "client_dir", "client", "broker", "framers", "pending",
                  "pending_count", "mid_stream", "synced_once", "exchanges", "orphans",
-                 "unanswered")
+                 "unanswered", "acks0")
 
     def __init__(self, ctx: PairingContext, tcp: TcpConnection, client_dir: int,
                  mid_stream: bool) -> None:
@@ -121,6 +130,9 @@ class KafkaConnection:
         self.exchanges = 0
         self.orphans = 0
         self.unanswered = 0
+        # Produce requests with acks=0, held briefly: Kafka sends no response, but some
+        # peers (librdkafka's mock cluster) do; such an answer is paired and flagged.
+        self.acks0: dict[int, _Pending] = {}
 
     # ------------------------------------------------------------------ events
     def on_data(self, direction: int, offset: int, data: bytes, ts_ns: int) -> list:
@@ -137,6 +149,7 @@ class KafkaConnection:
         out: list = []
         for direction in (self.client_dir, 1 - self.client_dir):
             out.extend(self._handle(direction, self.framers[direction].close(ts_ns)))
+        out.extend(self._release_acks0(None))
         severity = Severity.INFO if end_of_capture else Severity.WARNING
         why = "the capture ended" if end_of_capture else "the connection closed"
         for queue in self.pending.values():
@@ -228,9 +241,16 @@ class KafkaConnection:
                                    hdr.api_key, hdr.api_version)
         msg = self._message(frame, header, result, hdr.size, payload)
         p = _Pending(hdr, msg, result, issues)
+        out: list = self._release_acks0(frame.first_ts_ns - ACKS0_HOLD_NS) if self.acks0 else []
         if hdr.api_key == PRODUCE and result.value is not None and result.value.get("acks") == 0:
-            return [self._exchange(p, None, None, NO_RESPONSE_EXPECTED, [])]
-        out: list = []
+            if hdr.correlation_id in self.acks0:
+                out.extend(self._release_acks0(None))
+            self.acks0[hdr.correlation_id] = p
+            if len(self.acks0) > ACKS0_MAX_HELD:
+                first = next(iter(self.acks0))
+                out.append(self._exchange(self.acks0.pop(first), None, None,
+                                          NO_RESPONSE_EXPECTED, []))
+            return out
         queue = self.pending.get(hdr.correlation_id)
         if queue is None:
             self.pending[hdr.correlation_id] = deque((p,))
@@ -279,11 +299,39 @@ class KafkaConnection:
                                direction=1 - self.client_dir, stream_offset=frame.stream_offset)]
         queue = self.pending.get(corr)
         if queue is None:
-            return [self._orphan(frame, corr)]
+            p = self.acks0.pop(corr, None)
+            if p is None:
+                return self._release_acks0(None) + [self._orphan(frame, corr)]
+            p.issues.append(self.issue(
+                IssueKind.SPEC_DEPARTURE, f"the broker answered a Produce request sent with "
+                f"acks=0 (correlation_id {corr}); Kafka sends no response to acks=0",
+                ts_ns=frame.first_ts_ns, direction=1 - self.client_dir, correlation_id=corr,
+                api_key=PRODUCE, api_version=p.header.api_version))
+            return self._release_acks0(None) + self._pair(p, frame, corr)
         p = queue.popleft()
         if not queue:
             del self.pending[corr]
         self.pending_count -= 1
+        out = self._release_acks0(None) if self.acks0 else []
+        return out + self._pair(p, frame, corr)
+
+    def _release_acks0(self, older_than_ns: int | None) -> list:
+        """acks=0 Produce requests that can no longer be answered -> no_response_expected.
+
+        Responses come in request order, so once a later request is answered (or the
+        connection ends: ``older_than_ns=None``) earlier acks=0 requests never will be.
+        """
+        out = []
+        while self.acks0:
+            corr = next(iter(self.acks0))
+            p = self.acks0[corr]
+            if older_than_ns is not None and p.message.last_ts_ns > older_than_ns:
+                break
+            del self.acks0[corr]
+            out.append(self._exchange(p, None, None, NO_RESPONSE_EXPECTED, []))
+        return out
+
+    def _pair(self, p: _Pending, frame: Frame, corr: int) -> list:
         h = p.header
         hv = response_header_version(self.ctx.defs, h.api_key, h.api_version)
         rdir = 1 - self.client_dir
@@ -311,22 +359,33 @@ class KafkaConnection:
         defs = ctx.defs
         fits: dict[int, list[tuple[int, int, dict]]] = {}
         payload = frame.payload
-        if ctx.infer_orphans and not frame.missing_bytes:
-            for api_key, version in ctx.orphan_candidates():
-                hv = response_header_version(defs, api_key, version)
-                try:
-                    _, body_offset, _ = decode_response_header(payload, hv)
-                except DecodeError:
+        tried = ctx.infer_orphans and not frame.missing_bytes and \
+            self.orphans < MAX_INFERRED_ORPHANS
+        if tried:
+            # response header v0 ends at 4; v1 adds a tagged-field section
+            try:
+                _, v1_offset, _ = decode_response_header(payload, 1)
+            except DecodeError:
+                v1_offset = -1
+            size = len(payload)
+            for hv, fn, aliases in ctx.orphan_candidates():
+                body_offset = 4 if hv == 0 else v1_offset
+                if body_offset < 0:
                     continue
-                value = ctx.decoder.try_strict(api_key, version, True, payload, body_offset)
-                if value is not None:
+                try:
+                    value, end = fn(payload, body_offset)
+                except _STRICT_ERRORS:
+                    continue
+                if end != size:
+                    continue
+                for api_key, version in aliases:
                     fits.setdefault(api_key, []).append((version, body_offset, value))
         rdir = 1 - self.client_dir
         sev = Severity.INFO if self.mid_stream else Severity.WARNING
         self.orphans += 1
         if len(fits) == 1:
             api_key, candidates = next(iter(fits.items()))
-            version, body_offset, value = candidates[-1]
+            version, body_offset, value = max(candidates, key=lambda c: c[0])
             versions = sorted(c[0] for c in candidates)
             vtext = f"v{versions[0]}" if len(versions) == 1 else f"v{versions[0]}-v{versions[-1]}"
             issue = self.issue(IssueKind.ORPHAN_RESPONSE,
@@ -340,7 +399,8 @@ class KafkaConnection:
             msg = self._message(frame, {"correlation_id": corr}, result, body_offset, payload)
             return self._build(api_key, version, corr, None, None, msg, None, result,
                                ORPHAN_RESPONSE, [issue], inferred=True)
-        why = ("no API's response layout fits the frame" if not fits else
+        why = ("inference skipped (too many orphans on this connection)" if not tried else
+               "no API's response layout fits the frame" if not fits else
                f"{len(fits)} APIs' response layouts fit the frame "
                f"({', '.join(defs.api_name(k) for k in list(fits)[:5])})")
         issue = self.issue(IssueKind.ORPHAN_RESPONSE,

@@ -115,12 +115,27 @@ class BodyDecoder:
         if is_response and api_key == API_VERSIONS and version > 0 and \
                 len(payload) >= offset + 2 and \
                 struct.unpack_from(">h", payload, offset)[0] == UNSUPPORTED_VERSION_CODE:
-            # KIP-511: the broker answers an ApiVersions version it does not support with
-            # UNSUPPORTED_VERSION in the v0 body layout.
-            layout_version = 0
-        result = self._decode_layout(api_key, layout_version, is_response, payload, offset)
+            result = self._api_versions_fallback(version, payload, offset)
+        else:
+            result = self._decode_layout(api_key, layout_version, is_response, payload, offset)
         result.issues[:0] = issues
         result.assumed_version = assumed
+        return result
+
+    def _api_versions_fallback(self, version: int, payload: bytes, offset: int) -> BodyResult:
+        """KIP-511: a broker answers an ApiVersions version it does not support with
+        UNSUPPORTED_VERSION in the v0 body layout. Try v0, then the request's own version;
+        if neither fits, decode leniently as v0 and say so."""
+        for v in (0, version):
+            value = self.try_strict(API_VERSIONS, v, True, payload, offset)
+            if value is not None:
+                return BodyResult(value, True, [], v, None, len(payload))
+        result = self._decode_layout(API_VERSIONS, 0, True, payload, offset)
+        result.issues[:0] = [BodyIssue(
+            IssueKind.SPEC_DEPARTURE,
+            f"ApiVersions v{version} error answer (UNSUPPORTED_VERSION) fits neither the v0 "
+            f"layout (KIP-511) nor the v{version} layout; decoded as far as v0 allows",
+            "", offset)]
         return result
 
     def _decode_layout(self, api_key: int, version: int, is_response: bool, payload: bytes,
