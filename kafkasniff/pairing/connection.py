@@ -24,8 +24,9 @@ from kafkasniff.pairing.summary import Summarizer
 from kafkasniff.protocol.decoder import _STRICT_ERRORS, BodyDecoder, BodyResult
 from kafkasniff.protocol.detect import request_validator, response_validator
 from kafkasniff.protocol.framing import DEFAULT_MAX_FRAME_BYTES, Frame, Framer, FramerIssue
-from kafkasniff.protocol.headers import (decode_request_header, decode_response_header,
-                                         peek_correlation_id, response_header_version)
+from kafkasniff.protocol.headers import (RequestHeader, decode_request_header,
+                                         decode_response_header, peek_correlation_id,
+                                         peek_request_ids, response_header_version)
 from kafkasniff.protocol.schema import Definitions
 from kafkasniff.tcp.types import TcpConnection
 
@@ -95,6 +96,7 @@ class _Pending:
     message: Message
     result: BodyResult | None
     issues: list
+    seq: int = 0
 
 
 class KafkaConnection:
@@ -109,7 +111,7 @@ class KafkaConnection:
 
     __slots__ = ("ctx", "tcp", "client_dir", "client", "broker", "framers", "pending",
                  "pending_count", "mid_stream", "synced_once", "exchanges", "orphans",
-                 "unanswered", "acks0")
+                 "unanswered", "acks0", "requests")
 
     def __init__(self, ctx: PairingContext, tcp: TcpConnection, client_dir: int,
                  mid_stream: bool) -> None:
@@ -133,6 +135,7 @@ class KafkaConnection:
         # Produce requests with acks=0, held briefly: Kafka sends no response, but some
         # peers (librdkafka's mock cluster) do; such an answer is paired and flagged.
         self.acks0: dict[int, _Pending] = {}
+        self.requests = 0
 
     # ------------------------------------------------------------------ events
     def on_data(self, direction: int, offset: int, data: bytes, ts_ns: int) -> list:
@@ -228,21 +231,33 @@ class KafkaConnection:
         try:
             hdr = decode_request_header(ctx.defs, payload)
         except DecodeError as exc:
-            return [self.issue(IssueKind.HEADER_DECODE_ERROR, f"request header: {exc}",
-                               ts_ns=frame.first_ts_ns, direction=self.client_dir,
-                               stream_offset=frame.stream_offset, field_path=exc.field_path,
-                               frame_offset=exc.offset)]
+            if frame.missing_bytes and len(payload) >= 8:
+                # the gap cut the header after api_key/version/correlation_id: keep the
+                # request so that its response still pairs (the frame_damaged issue says why)
+                api_key, api_version, corr = peek_request_ids(payload)
+                hdr = RequestHeader(api_key, api_version, corr, None, -1, len(payload))
+            else:
+                return [self.issue(IssueKind.HEADER_DECODE_ERROR, f"request header: {exc}",
+                                   ts_ns=frame.first_ts_ns, direction=self.client_dir,
+                                   stream_offset=frame.stream_offset, field_path=exc.field_path,
+                                   frame_offset=exc.offset)]
         header = {"api_key": hdr.api_key, "api_version": hdr.api_version,
                   "correlation_id": hdr.correlation_id, "client_id": hdr.client_id}
         if hdr.tagged_fields:
             header["_unknown_tagged_fields"] = hdr.tagged_fields
-        result = ctx.decoder.decode(hdr.api_key, hdr.api_version, False, payload, hdr.size)
-        issues = self._body_issues(result, frame, self.client_dir, hdr.correlation_id,
-                                   hdr.api_key, hdr.api_version)
+        if hdr.header_version < 0:
+            result = None
+            issues = []
+        else:
+            result = ctx.decoder.decode(hdr.api_key, hdr.api_version, False, payload, hdr.size)
+            issues = self._body_issues(result, frame, self.client_dir, hdr.correlation_id,
+                                       hdr.api_key, hdr.api_version)
         msg = self._message(frame, header, result, hdr.size, payload)
-        p = _Pending(hdr, msg, result, issues)
+        self.requests += 1
+        p = _Pending(hdr, msg, result, issues, self.requests)
         out: list = self._release_acks0(frame.first_ts_ns - ACKS0_HOLD_NS) if self.acks0 else []
-        if hdr.api_key == PRODUCE and result.value is not None and result.value.get("acks") == 0:
+        if hdr.api_key == PRODUCE and result is not None and result.value is not None and \
+                result.value.get("acks") == 0:
             if hdr.correlation_id in self.acks0:
                 out.extend(self._release_acks0(None))
             self.acks0[hdr.correlation_id] = p
@@ -259,6 +274,7 @@ class KafkaConnection:
                                      f"correlation_id {hdr.correlation_id} reused while "
                                      f"{len(queue)} request(s) with it still wait for a response",
                                      ts_ns=frame.first_ts_ns, direction=self.client_dir,
+                                     stream_offset=frame.stream_offset,
                                      correlation_id=hdr.correlation_id, api_key=hdr.api_key,
                                      api_version=hdr.api_version))
             queue.append(p)
@@ -268,7 +284,8 @@ class KafkaConnection:
         return out
 
     def _evict_oldest_pending(self) -> Exchange:
-        corr = next(iter(self.pending))
+        # each queue's head is its oldest request; the oldest of all has the smallest seq
+        corr = min(self.pending, key=lambda c: self.pending[c][0].seq)
         queue = self.pending[corr]
         p = queue.popleft()
         if not queue:

@@ -21,6 +21,10 @@ _I32 = struct.Struct(">i")
 
 MAX_CLIENT_ID = 512
 FUTURE_VERSION_SLACK = 4
+# While hunting for a request boundary, larger candidate sizes are rejected: a false start
+# inside record data would otherwise swallow that many bytes. (Produce requests above it are
+# only missed while resynchronising, never once in sync.)
+HUNT_MAX_REQUEST_BYTES = 8 * 1024 * 1024
 
 
 def request_validator(defs: Definitions) -> Validator:
@@ -34,7 +38,7 @@ def request_validator(defs: Definitions) -> Validator:
         info = apis.get(api_key)
         if info is None or version < 0 or version > info.max_version + FUTURE_VERSION_SLACK:
             return REJECT
-        if corr < 0 or size < 8:
+        if corr < 0 or size < 8 or size > HUNT_MAX_REQUEST_BYTES:
             return REJECT
         if request_header_version(defs, api_key, version) == 0:
             return ACCEPT

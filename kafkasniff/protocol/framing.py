@@ -233,8 +233,8 @@ class Framer:
                     out.append(FramerIssue(IssueKind.RESYNC,
                                            f"skipped {self.skipped} bytes to find a frame boundary",
                                            self.skip_start, self.skipped, self.skip_ts))
-                    self.skipped = 0
-                    self.skip_start = -1
+                self.skipped = 0
+                self.skip_start = -1
                 self._consume(pos)
                 self.state = SYNCED
                 return True
@@ -282,7 +282,7 @@ class Framer:
             self.skip = 0
             self.state = HUNTING
             self.base += length
-            self._note_skip_gap(offset, length, ts_ns)
+            self._note_skip_gap(self.base - length, length, ts_ns, count=False)
             return out
         if self.state == SYNCED and len(self.buf) >= 4:
             size = _size_at(self.buf, 0)[0]

@@ -142,6 +142,11 @@ def decode_response_header(payload: bytes, header_version: int) -> tuple[int, in
     return correlation_id, pos, tagged
 
 
+def peek_request_ids(payload: bytes) -> tuple[int, int, int]:
+    """``(api_key, api_version, correlation_id)`` of a request payload of at least 8 bytes."""
+    return _REQ_FIXED.unpack_from(payload, 0)
+
+
 def peek_correlation_id(payload: bytes) -> int | None:
     """The correlation_id of a response payload (first 4 bytes), ``None`` if too short."""
     if len(payload) < 4:
