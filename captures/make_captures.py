@@ -1,0 +1,1680 @@
+#!/usr/bin/env python3
+"""Regenerate the Kafka packet captures in ``captures/`` and their ground truth.
+
+Usage (as root, because tcpdump captures on the loopback interface)::
+
+    .venv/bin/python captures/make_captures.py                 # every scenario
+    .venv/bin/python captures/make_captures.py kafka_python    # some scenarios
+    .venv/bin/python captures/make_captures.py --list
+
+For each scenario the script starts a librdkafka mock Kafka cluster
+(:class:`kafkasniff.testing.mock_cluster.MockCluster`, brokers on random 127.0.0.1
+ports), starts ``tcpdump -i lo`` filtered on the broker ports, runs real Kafka clients
+(confluent-kafka/librdkafka, kafka-python, aiokafka) against it, closes them, stops
+tcpdump with SIGINT and writes two files:
+
+* ``captures/NAME.pcap``: the packets (nanosecond pcap, Linux loopback = Ethernet);
+* ``captures/NAME.truth.json``: what the clients and the mock said happened, recorded
+  from client callbacks, client debug logs and the mock's request tracking, never from
+  the pcap. The decoder's tests compare their decode against it. See captures/README.md
+  for the field list.
+
+Byte strings in the truth files are hex (``*_hex``) with a ``*_text`` convenience copy
+when they are printable UTF-8. Wall-clock times are ``*_ts_ns`` (ns since the epoch).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime as dt
+import json
+import logging
+import os
+import re
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from kafkasniff.testing.mock_cluster import MockCluster, librdkafka_version  # noqa: E402
+
+CAPTURES = ROOT / "captures"
+TRUTH_FORMAT = 1
+log = logging.getLogger("make_captures")
+
+# Kafka API keys (Apache Kafka's names without the Request/Response suffix).
+API_NAMES: dict[int, str] = {
+    0: "Produce", 1: "Fetch", 2: "ListOffsets", 3: "Metadata", 4: "LeaderAndIsr",
+    5: "StopReplica", 6: "UpdateMetadata", 7: "ControlledShutdown", 8: "OffsetCommit",
+    9: "OffsetFetch", 10: "FindCoordinator", 11: "JoinGroup", 12: "Heartbeat",
+    13: "LeaveGroup", 14: "SyncGroup", 15: "DescribeGroups", 16: "ListGroups",
+    17: "SaslHandshake", 18: "ApiVersions", 19: "CreateTopics", 20: "DeleteTopics",
+    21: "DeleteRecords", 22: "InitProducerId", 23: "OffsetForLeaderEpoch",
+    24: "AddPartitionsToTxn", 25: "AddOffsetsToTxn", 26: "EndTxn", 27: "WriteTxnMarkers",
+    28: "TxnOffsetCommit", 29: "DescribeAcls", 30: "CreateAcls", 31: "DeleteAcls",
+    32: "DescribeConfigs", 33: "AlterConfigs", 34: "AlterReplicaLogDirs",
+    35: "DescribeLogDirs", 36: "SaslAuthenticate", 37: "CreatePartitions",
+    38: "CreateDelegationToken", 39: "RenewDelegationToken", 40: "ExpireDelegationToken",
+    41: "DescribeDelegationToken", 42: "DeleteGroups", 43: "ElectLeaders",
+    44: "IncrementalAlterConfigs", 45: "AlterPartitionReassignments",
+    46: "ListPartitionReassignments", 47: "OffsetDelete", 48: "DescribeClientQuotas",
+    49: "AlterClientQuotas", 50: "DescribeUserScramCredentials",
+    51: "AlterUserScramCredentials", 52: "Vote", 53: "BeginQuorumEpoch",
+    54: "EndQuorumEpoch", 55: "DescribeQuorum", 56: "AlterPartition", 57: "UpdateFeatures",
+    58: "Envelope", 59: "FetchSnapshot", 60: "DescribeCluster", 61: "DescribeProducers",
+    62: "BrokerRegistration", 63: "BrokerHeartbeat", 64: "UnregisterBroker",
+    65: "DescribeTransactions", 66: "ListTransactions", 67: "AllocateProducerIds",
+    68: "ConsumerGroupHeartbeat", 69: "ConsumerGroupDescribe", 70: "ControllerRegistration",
+    71: "GetTelemetrySubscriptions", 72: "PushTelemetry", 73: "AssignReplicasToDirs",
+    74: "ListConfigResources", 75: "DescribeTopicPartitions", 76: "ShareGroupHeartbeat",
+    77: "ShareGroupDescribe", 78: "ShareFetch", 79: "ShareAcknowledge",
+}
+API_KEYS: dict[str, int] = {name: key for key, name in API_NAMES.items()}
+# librdkafka's own spellings (rd_kafka_ApiKey2str)
+API_KEYS.update({"ApiVersion": 18, "Offset": 2, "GroupCoordinator": 10})
+
+ERROR_NAMES = {
+    0: "NONE", 3: "UNKNOWN_TOPIC_OR_PARTITION", 6: "NOT_LEADER_OR_FOLLOWER",
+    7: "REQUEST_TIMED_OUT", 14: "COORDINATOR_LOAD_IN_PROGRESS",
+    15: "COORDINATOR_NOT_AVAILABLE", 16: "NOT_COORDINATOR", 27: "REBALANCE_IN_PROGRESS",
+    35: "UNSUPPORTED_VERSION",
+}
+
+
+TIMESTAMP_TYPES = {0: "NotAvailable", 1: "CreateTime", 2: "LogAppendTime"}
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def api_name(key: int | None) -> str | None:
+    return None if key is None else API_NAMES.get(key, f"ApiKey{key}")
+
+
+# --------------------------------------------------------------------------- values
+
+
+def now_ns() -> int:
+    return time.time_ns()
+
+
+def _text(b: bytes | None) -> str | None:
+    if b is None:
+        return None
+    try:
+        s = b.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    return s if s.isprintable() else None
+
+
+def _bytes(b: bytes | str | None) -> bytes | None:
+    if b is None or isinstance(b, bytes):
+        return b
+    return b.encode()
+
+
+def record_fields(key: bytes | None, value: bytes | None,
+                  headers: list[tuple[str, bytes | None]] | None) -> dict[str, Any]:
+    """The Kafka record content in the truth-file layout."""
+    key, value = _bytes(key), _bytes(value)
+    return {
+        "key_hex": None if key is None else key.hex(),
+        "key_text": _text(key),
+        "value_hex": None if value is None else value.hex(),
+        "value_text": _text(value),
+        "headers": [[name, None if hv is None else _bytes(hv).hex()]
+                    for name, hv in (headers or [])],
+    }
+
+
+# --------------------------------------------------------------------------- tcpdump
+
+
+class Tcpdump:
+    """``tcpdump -i lo`` writing a nanosecond pcap, filtered on TCP ports."""
+
+    def __init__(self, path: Path, ports: list[int], iface: str = "lo") -> None:
+        self.path = path
+        self.bpf = "tcp and (" + " or ".join(f"port {p}" for p in ports) + ")"
+        # --immediate-mode + a 64 MiB ring: without them TPACKET_V3 hands packets over per
+        # block and the last block is lost on SIGINT (seen: trailing packets missing).
+        self.argv = ["tcpdump", "-i", iface, "-s", "0", "-U", "-n", "--immediate-mode",
+                     "-B", "65536", "--time-stamp-precision=nano", "-w", str(path), self.bpf]
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.stderr_lines: list[str] = []
+        self._reader: threading.Thread | None = None
+        self.started_ts_ns: int | None = None
+        self.stopped_ts_ns: int | None = None
+
+    def start(self, timeout_s: float = 10.0) -> None:
+        if shutil.which("tcpdump") is None:
+            raise SystemExit("tcpdump not found on PATH")
+        self.path.unlink(missing_ok=True)
+        self.proc = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL,
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        assert self.proc.stderr is not None
+        deadline = time.monotonic() + timeout_s
+        buf = b""
+        fd = self.proc.stderr.fileno()
+        while b"listening on" not in buf:
+            left = deadline - time.monotonic()
+            if left <= 0 or self.proc.poll() is not None:
+                self.proc.kill()
+                raise SystemExit(f"tcpdump did not start: {buf.decode(errors='replace')}")
+            ready, _, _ = select.select([fd], [], [], left)
+            if ready:
+                chunk = os.read(fd, 4096)
+                if not chunk:
+                    continue
+                buf += chunk
+        self.started_ts_ns = now_ns()  # the capture handle is live from here on
+        self.stderr_lines += buf.decode(errors="replace").splitlines()
+        self._reader = threading.Thread(target=self._drain, name="tcpdump-stderr", daemon=True)
+        self._reader.start()
+        # libpcap is live once tcpdump prints "listening on"; a short pause covers the
+        # kernel attaching the filter to the socket before any scenario traffic.
+        time.sleep(0.2)
+
+    def _drain(self) -> None:
+        assert self.proc is not None and self.proc.stderr is not None
+        for raw in self.proc.stderr:
+            self.stderr_lines.append(raw.decode(errors="replace").rstrip())
+
+    def stop(self) -> dict[str, Any]:
+        assert self.proc is not None
+        time.sleep(0.2)  # -U writes per packet; let the last ones through the ring
+        self.stopped_ts_ns = now_ns()
+        self.proc.send_signal(signal.SIGINT)
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            raise SystemExit("tcpdump did not stop on SIGINT")
+        if self._reader is not None:
+            self._reader.join(timeout=5)
+        stats: dict[str, Any] = {}
+        for line in self.stderr_lines:
+            m = re.match(r"(\d+) packets? (captured|received by filter|dropped by kernel)", line)
+            if m:
+                stats[m.group(2).replace(" ", "_")] = int(m.group(1))
+        if self.path.exists():  # tcpdump drops root privileges to user "tcpdump"
+            st = self.path.parent.stat()
+            os.chown(self.path, st.st_uid, st.st_gid)
+        if stats.get("dropped_by_kernel"):
+            raise SystemExit(f"tcpdump dropped packets: {stats}")
+        # On Linux "lo" the filter sees every packet twice (outgoing and incoming copy) and
+        # libpcap keeps one: anything else means packets were lost between the two.
+        if self.argv[2] == "lo" and \
+                stats.get("received_by_filter") != 2 * stats.get("captured", -1):
+            raise SystemExit(f"tcpdump lost packets (stats {stats})")
+        return stats
+
+
+# --------------------------------------------------------------------------- client logs
+
+
+class _Collect(logging.Handler):
+    """Logging handler calling ``fn(record, ts_ns)`` for every record."""
+
+    def __init__(self, fn: Callable[[logging.LogRecord, int], None]) -> None:
+        super().__init__(logging.DEBUG)
+        self.fn = fn
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            self.fn(record, now_ns())
+        except Exception:  # never break the client because of the recorder
+            self.handleError(record)
+
+
+_RDK_SENT = re.compile(
+    r"^(?P<fac>\S+) \[(?P<client>[^\]]+)\] \[thrd:(?P<thread>[^\]]*)\]: (?P<broker>\S+): "
+    r"Sent (?P<api>\w+)Request \(v(?P<ver>\d+), (?P<bytes>\d+) bytes @ (?P<at>\d+), "
+    r"CorrId (?P<corr>\d+)\)")
+_RDK_RECV = re.compile(
+    r"^(?P<fac>\S+) \[(?P<client>[^\]]+)\] \[thrd:(?P<thread>[^\]]*)\]: (?P<broker>\S+): "
+    r"Received (?P<api>\w+)Response \(v(?P<ver>\d+), (?P<bytes>\d+) bytes, "
+    r"CorrId (?P<corr>\d+), rtt (?P<rtt>[\d.]+)ms\)")
+_RDK_CONNECTED = re.compile(
+    r"^(?P<fac>\S+) \[(?P<client>[^\]]+)\] \[thrd:(?P<thread>[^\]]*)\]: (?P<broker>\S+): "
+    r"Connected \(#(?P<n>\d+)\)")
+_RDK_TIMEOUT = re.compile(
+    r"^(?P<fac>\S+) \[(?P<client>[^\]]+)\] \[thrd:(?P<thread>[^\]]*)\]: (?P<broker>\S+): "
+    r"Timed out (?P<api>\w+)Request in flight \(after (?P<after>\d+)ms")
+_RDK_INTERESTING = re.compile(
+    r"encountered error|Timed out|Retrying|marking the coordinator|failed|response error|"
+    r"error \"(?!Success)|Disconnected|[Uu]nsupported|unknown CorrId|underflow")
+_BROKER_PORT = re.compile(r"^[^:/]+:(\d+)/")
+_BROKER_ID = re.compile(r"/(\d+)$")
+
+
+def _broker_port(broker: str) -> int | None:
+    m = _BROKER_PORT.match(broker)
+    return int(m.group(1)) if m else None
+
+
+def _broker_id(broker: str) -> int | None:
+    """librdkafka handle names end in /<node id>, /bootstrap or /GroupCoordinator..."""
+    m = _BROKER_ID.search(broker)
+    return int(m.group(1)) if m else None
+
+
+class RequestLog:
+    """Requests as the clients report them, keyed by (client, connection, correlation id).
+
+    ``connection`` names the client-side connection: for librdkafka the broker handle
+    (``host:port/nodeid`` or ``host:port/bootstrap``), which owns one TCP connection at a
+    time; for kafka-python ``node=ID[host:port]<-localport``; for aiokafka ``host:port``.
+    """
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.requests: list[dict[str, Any]] = []
+        self.index: dict[tuple[str, str, int], dict[str, Any]] = {}
+        self.connects: list[dict[str, Any]] = []
+        self.unmatched: list[str] = []
+        self.other_lines: list[str] = []
+
+    # librdkafka ------------------------------------------------------------
+    def rdkafka_logger(self, label: str) -> logging.Logger:
+        """A logger to pass as confluent-kafka's ``logger`` (with ``debug: protocol``)."""
+        logger = logging.getLogger(f"make_captures.rdkafka.{label}")
+        logger.setLevel(logging.DEBUG)
+        logger.propagate = False
+        logger.handlers[:] = [_Collect(lambda r, ts: self._rdkafka_line(label, r, ts))]
+        return logger
+
+    def _rdkafka_line(self, label: str, record: logging.LogRecord, ts: int) -> None:
+        line = record.getMessage()
+        with self.lock:
+            if m := _RDK_SENT.match(line):
+                key = (label, m["broker"], int(m["corr"]))
+                api_key = API_KEYS.get(m["api"])
+                if api_key is None:
+                    self.unmatched.append(line)
+                entry = {
+                    "client": label,
+                    "client_instance": m["client"],
+                    "connection": m["broker"],
+                    "broker_id": _broker_id(m["broker"]),
+                    "broker_port": _broker_port(m["broker"]),
+                    "local_port": None,
+                    "api_key": api_key,
+                    "api_name": api_name(api_key),
+                    "api_version": int(m["ver"]),
+                    "correlation_id": int(m["corr"]),
+                    "request_bytes": int(m["bytes"]),
+                    "logged_sent_ts_ns": ts,
+                    "response": None,
+                }
+                self.requests.append(entry)
+                self.index[key] = entry
+            elif m := _RDK_RECV.match(line):
+                entry = self.index.get((label, m["broker"], int(m["corr"])))
+                if entry is None:
+                    self.unmatched.append(line)
+                    return
+                entry["response"] = {"status": "received", "api_version": int(m["ver"]),
+                                     "response_bytes": int(m["bytes"]),
+                                     "client_rtt_ms": float(m["rtt"]),
+                                     "logged_ts_ns": ts}
+            elif m := _RDK_TIMEOUT.match(line):
+                # librdkafka does not log the CorrId here: take the oldest unanswered
+                # request of that API on that connection.
+                for entry in self.requests:
+                    if (entry["client"], entry["connection"], entry["api_key"]) == (
+                            label, m["broker"], API_KEYS.get(m["api"])) \
+                            and entry["response"] is None:
+                        entry["response"] = {"status": "timed_out",
+                                             "client_timeout_after_ms": int(m["after"]),
+                                             "logged_ts_ns": ts}
+                        break
+                self.other_lines.append(line)
+            elif m := _RDK_CONNECTED.match(line):
+                self.connects.append({"client": label, "connection": m["broker"],
+                                      "broker_id": _broker_id(m["broker"]),
+                                      "broker_port": _broker_port(m["broker"]),
+                                      "connect_number": int(m["n"]), "logged_ts_ns": ts})
+            elif _RDK_INTERESTING.search(line) and len(self.other_lines) < 200:
+                self.other_lines.append(line)
+
+    # kafka-python ----------------------------------------------------------
+    @contextmanager
+    def kafka_python(self, label: str) -> Iterator[None]:
+        """Record kafka-python 3.x requests from its DEBUG logs while the block runs."""
+        local_ports: dict[str, int] = {}
+        conn_re = re.compile(r"node_id=(\S+) host=\[([^\]<]+)<-(\d+)\]")
+
+        def on_record(record: logging.LogRecord, ts: int) -> None:
+            if record.name == "kafka.net.connection" and record.msg.endswith("Connection made"):
+                m = conn_re.search(str(record.args[0]))
+                if m:
+                    local_ports[f"node={m[1]}[{m[2]}]"] = int(m[3])
+                return
+            if record.name != "kafka.protocol.parser":
+                return
+            if record.msg.startswith("%s Sending request"):
+                ident, corr, req = record.args
+                with self.lock:
+                    lport = local_ports.get(ident)
+                    conn = f"{ident}<-{lport}"
+                    port = re.search(r":(\d+)\]$", ident)
+                    node = re.match(r"node=(\d+)\[", ident)
+                    entry = {
+                        "client": label, "client_instance": label, "connection": conn,
+                        "broker_id": int(node[1]) if node else None,
+                        "broker_port": int(port[1]) if port else None,
+                        "local_port": lport,
+                        "api_key": int(req.API_KEY), "api_name": api_name(int(req.API_KEY)),
+                        "api_version": int(req.API_VERSION), "correlation_id": int(corr),
+                        "request_bytes": None, "logged_sent_ts_ns": ts,
+                        "expects_response": bool(req.expect_response()),
+                        "response": None,
+                    }
+                    self.requests.append(entry)
+                    self.index[(label, conn, int(corr))] = entry
+            elif record.msg.startswith("%s Received response"):
+                ident, corr, _resp = record.args
+                with self.lock:
+                    conn = f"{ident}<-{local_ports.get(ident)}"
+                    entry = self.index.get((label, conn, int(corr)))
+                    if entry is None:
+                        self.unmatched.append(f"{label} {ident} response {corr}")
+                    else:
+                        entry["response"] = {"status": "received", "logged_ts_ns": ts}
+
+        handler = _Collect(on_record)
+        loggers = [logging.getLogger("kafka.protocol.parser"),
+                   logging.getLogger("kafka.net.connection")]
+        saved = [(lg.level, lg.propagate) for lg in loggers]
+        for lg in loggers:
+            lg.setLevel(logging.DEBUG)
+            lg.propagate = False
+            lg.addHandler(handler)
+        try:
+            yield
+        finally:
+            for lg, (level, prop) in zip(loggers, saved):
+                lg.removeHandler(handler)
+                lg.setLevel(level)
+                lg.propagate = prop
+
+    # aiokafka --------------------------------------------------------------
+    @contextmanager
+    def aiokafka(self, label: str) -> Iterator[None]:
+        """Record aiokafka requests from ``aiokafka.conn`` DEBUG logs while the block runs."""
+
+        def on_record(record: logging.LogRecord, ts: int) -> None:
+            if record.msg.startswith("Request to %s:%d %d"):
+                host, port, corr, req = record.args
+                conn = f"{host}:{port}"
+                api_key = int(req.API_KEY)
+                with self.lock:
+                    entry = {
+                        "client": label, "client_instance": label, "connection": conn,
+                        "broker_id": None, "broker_port": int(port), "local_port": None,
+                        "api_key": api_key, "api_name": api_name(api_key),
+                        "api_version": int(req.API_VERSION), "correlation_id": int(corr),
+                        "request_bytes": None, "logged_sent_ts_ns": ts, "response": None,
+                    }
+                    self.requests.append(entry)
+                    self.index[(label, conn, int(corr))] = entry
+            elif record.msg.startswith("Response from %s:%d %d"):
+                host, port, corr, _resp = record.args
+                with self.lock:
+                    entry = self.index.get((label, f"{host}:{port}", int(corr)))
+                    if entry is None:
+                        self.unmatched.append(f"{label} {host}:{port} response {corr}")
+                    else:
+                        entry["response"] = {"status": "received", "logged_ts_ns": ts}
+
+        handler = _Collect(on_record)
+        logger = logging.getLogger("aiokafka.conn")
+        saved = (logger.level, logger.propagate)
+        logger.setLevel(logging.DEBUG)
+        logger.propagate = False
+        logger.addHandler(handler)
+        try:
+            yield
+        finally:
+            logger.removeHandler(handler)
+            logger.setLevel(saved[0])
+            logger.propagate = saved[1]
+
+    def summary(self) -> dict[str, Any]:
+        counts: Counter[str] = Counter(r["api_name"] or "?" for r in self.requests)
+        return {"count": len(self.requests), "count_by_api": dict(sorted(counts.items()))}
+
+
+# --------------------------------------------------------------------------- run
+
+
+_ACTIVE_RUNS: list[Run] = []
+
+
+class Run:
+    """One scenario: a mock cluster, a capture, and the truth being recorded."""
+
+    def __init__(self, name: str, description: str, num_brokers: int = 3) -> None:
+        self.name = name
+        self.cluster = MockCluster(num_brokers=num_brokers)
+        # librdkafka's request-tracking clock is CLOCK_MONOTONIC in microseconds
+        self.mono_to_epoch_ns = time.time_ns() - time.monotonic_ns()
+        self.log = RequestLog()
+        self.tcpdump: Tcpdump | None = None
+        self.truth: dict[str, Any] = {
+            "format": TRUTH_FORMAT,
+            "scenario": name,
+            "description": description,
+            "generated_by": "captures/make_captures.py",
+            "generated_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+            "pcap": f"{name}.pcap",
+            "client_library": {},
+            "mock_cluster": {"librdkafka_version": librdkafka_version(),
+                             "num_brokers": num_brokers},
+            "broker_ports": self.cluster.broker_ports,
+            "broker_port_by_id": {str(k): v for k, v in self.cluster.broker_port_by_id.items()},
+            "bootstrap_servers": self.cluster.bootstrap_servers,
+            "topics": {},
+            "capture": {},
+            "produced": [],
+            "consumed": [],
+            "requests": [],
+            "request_summary": {},
+            "mock_requests": {},
+            "injected": [],
+            "notes": [],
+        }
+        self._produce_lock = threading.Lock()
+        _ACTIVE_RUNS.append(self)
+
+    def abort(self) -> None:
+        """After a failure: stop tcpdump (keeping nothing) and close the cluster."""
+        if self.tcpdump is not None and self.tcpdump.proc is not None \
+                and self.tcpdump.proc.poll() is None:
+            self.tcpdump.proc.kill()
+            self.tcpdump.proc.wait()
+        self.cluster.close()
+
+    # topology / injection --------------------------------------------------
+    def create_topic(self, name: str, partitions: int) -> None:
+        self.cluster.create_topic(name, partitions)
+        self.truth["topics"][name] = partitions
+
+    def inject(self, kind: str, **details: Any) -> None:
+        """Apply a fault to the mock and record it under ``injected``."""
+        c = self.cluster
+        if kind == "request_errors":
+            c.push_request_errors(details["api_key"], *details["error_codes"])
+        elif kind == "broker_rtt":
+            c.broker_set_rtt(details["broker_id"], details["rtt_ms"])
+        elif kind == "broker_request_error_rtts":
+            c.broker_push_request_error_rtts(details["broker_id"], details["api_key"],
+                                             *[tuple(x) for x in details["errors_and_rtts"]])
+        else:
+            raise ValueError(kind)
+        entry = {"kind": kind, **details, "applied_ts_ns": now_ns()}
+        if "api_key" in details:
+            entry["api_name"] = api_name(details["api_key"])
+        if "error_codes" in details:
+            entry["error_names"] = [ERROR_NAMES.get(e, str(e)) for e in details["error_codes"]]
+        if "broker_id" in details and details["broker_id"] >= 0:
+            entry["broker_port"] = c.broker_port_by_id[details["broker_id"]]
+        self.truth["injected"].append(entry)
+
+    # capture ---------------------------------------------------------------
+    def start_capture(self) -> None:
+        self.tcpdump = Tcpdump(CAPTURES / f"{self.name}.pcap", self.cluster.broker_ports)
+        self.tcpdump.start()
+        self.cluster.start_request_tracking()
+        self.truth["capture"].update({
+            "interface": "lo", "bpf_filter": self.tcpdump.bpf,
+            "command": " ".join(self.tcpdump.argv[:-1] + [repr(self.tcpdump.bpf)]),
+            "started_ts_ns": self.tcpdump.started_ts_ns,
+        })
+
+    def stop_capture(self) -> None:
+        assert self.tcpdump is not None
+        stats = self.tcpdump.stop()
+        self.truth["capture"].update({"stopped_ts_ns": self.tcpdump.stopped_ts_ns,
+                                      "tcpdump_stats": stats})
+
+    # records ---------------------------------------------------------------
+    def add_produced(self, **fields: Any) -> None:
+        with self._produce_lock:
+            self.truth["produced"].append(fields)
+
+    def rdkafka_delivery(self, client: str, key: Any, value: Any, headers: Any,
+                         sent_ts_ns: int, timestamp_ms: int) -> Callable[[Any, Any], None]:
+        """A confluent-kafka on_delivery callback that records the message.
+
+        ``timestamp_ms`` is the CreateTime the script passed to produce(): the value in the
+        record on the wire. The delivery report's timestamp is kept separately: the mock
+        answers Produce with LogAppendTime 1234, which librdkafka then reports.
+        """
+
+        def on_delivery(err: Any, msg: Any) -> None:
+            ts_type, ts_ms = msg.timestamp()
+            offset = msg.offset()
+            self.add_produced(
+                client=client, topic=msg.topic(), partition=msg.partition(),
+                offset=offset if offset is not None and offset >= 0 else None,
+                **record_fields(key, value, headers),
+                timestamp_ms=timestamp_ms,
+                delivery_report_timestamp=[TIMESTAMP_TYPES.get(ts_type, ts_type), ts_ms],
+                produce_call_ts_ns=sent_ts_ns, delivery_report_ts_ns=now_ns(),
+                error=None if err is None else err.name(),
+            )
+
+        return on_delivery
+
+    def add_consumed(self, client: str, topic: str, partition: int, offset: int,
+                     key: Any, value: Any, headers: Any, timestamp_ms: int | None) -> None:
+        self.truth["consumed"].append(dict(
+            client=client, topic=topic, partition=partition, offset=offset,
+            **record_fields(key, value, headers), timestamp_ms=timestamp_ms,
+            received_ts_ns=now_ns()))
+
+    def rdkafka_consumed(self, client: str, msg: Any) -> None:
+        ts_type, ts_ms = msg.timestamp()
+        self.add_consumed(client, msg.topic(), msg.partition(), msg.offset(), msg.key(),
+                          msg.value(), msg.headers(), ts_ms if ts_type != 0 else None)
+        self.truth["consumed"][-1]["timestamp_type"] = TIMESTAMP_TYPES.get(ts_type, ts_type)
+
+    def finish(self) -> Path:
+        """Collect tracking + logs, close the cluster, write the truth file."""
+        reqs = self.cluster.get_requests()
+        self.cluster.stop_request_tracking()
+        self.cluster.close()
+        t = self.truth
+        by_key = Counter(r.api_key for r in reqs)
+        by_broker: dict[str, Counter[str]] = {}
+        for r in reqs:
+            by_broker.setdefault(str(r.broker_id), Counter())[api_name(r.api_key) or "?"] += 1
+        t["mock_requests"] = {
+            "tracking": "started right after tcpdump was listening; stopped after it stopped"
+                        if not t["capture"].get("mid_stream") else
+                        "covers the whole run (before and after the capture window)",
+            "count": len(reqs),
+            "count_by_api_key": {str(k): v for k, v in sorted(by_key.items())},
+            "count_by_api": {api_name(k): v for k, v in sorted(by_key.items())},
+            "count_by_broker_and_api": {b: dict(sorted(c.items()))
+                                        for b, c in sorted(by_broker.items())},
+            "requests": [{"api_key": r.api_key, "api_name": api_name(r.api_key),
+                          "broker_id": r.broker_id,
+                          "broker_port": self.cluster.broker_port_by_id.get(r.broker_id),
+                          "ts_us_monotonic": r.timestamp_us,
+                          "ts_ns": r.timestamp_us * 1000 + self.mono_to_epoch_ns}
+                         for r in reqs],
+        }
+        ports = self.cluster.broker_port_by_id
+        port_ids = {v: k for k, v in ports.items()}
+        with self.log.lock:
+            for entry in self.log.requests + self.log.connects:
+                if entry.get("broker_port") is None and entry.get("broker_id") in ports:
+                    entry["broker_port"] = ports[entry["broker_id"]]
+                if entry.get("broker_id") is None and entry.get("broker_port") in port_ids \
+                        and not str(entry.get("connection", "")).endswith("/bootstrap"):
+                    entry["broker_id"] = port_ids[entry["broker_port"]]
+            t["requests"] = self.log.requests
+            t["request_summary"] = self.log.summary()
+            t["client_connections"] = self.log.connects
+            if self.log.unmatched:
+                t["notes"].append({"unparsed_client_log_lines": self.log.unmatched[:50]})
+            if self.log.other_lines:
+                t["client_log_excerpts"] = self.log.other_lines[:200]
+        t["produced"].sort(key=lambda m: (m["produce_call_ts_ns"], m["topic"],
+                                          m["partition"], m["offset"] or -1))
+        path = CAPTURES / f"{self.name}.truth.json"
+        path.write_text(dump_truth(t))
+        return path
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def dump_truth(truth: dict[str, Any]) -> str:
+    """JSON with one top-level key per line and one list element per line (diff-friendly)."""
+
+    def compact(v: Any) -> str:
+        return json.dumps(v, ensure_ascii=False, separators=(", ", ": "))
+
+    lines = ["{"]
+    items = list(truth.items())
+    for i, (key, value) in enumerate(items):
+        comma = "," if i < len(items) - 1 else ""
+        if isinstance(value, list) and value:
+            lines.append(f" {json.dumps(key)}: [")
+            lines += [f"  {compact(v)}," for v in value[:-1]] + [f"  {compact(value[-1])}"]
+            lines.append(f" ]{comma}")
+        elif isinstance(value, dict) and value and any(
+                isinstance(v, list) and len(v) > 3 for v in value.values()):
+            lines.append(f" {json.dumps(key)}: {{")
+            sub = list(value.items())
+            for j, (k2, v2) in enumerate(sub):
+                c2 = "," if j < len(sub) - 1 else ""
+                if isinstance(v2, list) and v2:
+                    lines.append(f"  {json.dumps(k2)}: [")
+                    lines += [f"   {compact(v)}," for v in v2[:-1]] + [f"   {compact(v2[-1])}"]
+                    lines.append(f"  ]{c2}")
+                else:
+                    lines.append(f"  {json.dumps(k2)}: {compact(v2)}{c2}")
+            lines.append(f" }}{comma}")
+        else:
+            lines.append(f" {json.dumps(key)}: {compact(value)}{comma}")
+    lines.append("}")
+    text = "\n".join(lines) + "\n"
+    assert json.loads(text) == json.loads(json.dumps(truth))
+    return text
+
+
+def confluent_version() -> dict[str, str]:
+    import confluent_kafka
+
+    return {"name": "confluent-kafka", "version": confluent_kafka.version()[0],
+            "librdkafka_version": confluent_kafka.libversion()[0]}
+
+
+def rdkafka_conf(run: Run, label: str, **extra: Any) -> dict[str, Any]:
+    conf = {
+        "bootstrap.servers": run.cluster.bootstrap_servers,
+        "client.id": label,
+        "debug": "protocol",
+        "logger": run.log.rdkafka_logger(label),
+        # no KIP-714 metrics pushes: keep the captures about the scenario
+        "enable.metrics.push": False,
+    }
+    conf.update(extra)
+    return conf
+
+
+def settle(seconds: float = 0.3) -> None:
+    time.sleep(seconds)
+
+
+def rdkafka_consume(run: Run, consumer: Any, label: str, want: int,
+                    timeout_s: float = 20.0, drain_s: float = 0.0) -> int:
+    """Poll ``consumer`` until ``want`` messages arrived (or timeout); record them.
+
+    With ``drain_s`` > 0, keep polling after that until no message came for ``drain_s``.
+    """
+    got = 0
+    deadline = time.monotonic() + timeout_s
+    last = time.monotonic()
+    while time.monotonic() < deadline:
+        if got >= want and time.monotonic() - last >= drain_s:
+            break
+        msg = consumer.poll(0.2 if got < want else min(0.2, drain_s))
+        if msg is None:
+            continue
+        last = time.monotonic()
+        if msg.error():
+            run.truth["notes"].append(f"{label} poll error: {msg.error().name()}")
+            continue
+        run.rdkafka_consumed(label, msg)
+        got += 1
+    if got < want:
+        run.truth["notes"].append(f"{label} received {got} of {want} messages before timeout")
+    return got
+
+
+ORDER_MESSAGES: list[tuple[bytes | None, bytes | None, list[tuple[str, bytes | None]]]] = [
+    (b"order-0001", b'{"order":1,"item":"widget","qty":3}',
+     [("trace-id", b"trace-0001"), ("source", b"kafkasniff")]),
+    (b"order-0002", b'{"order":2,"item":"gadget","qty":1}', [("trace-id", b"trace-0002")]),
+    (b"order-0003", b'{"order":3,"item":"sprocket","qty":12}', []),
+    (None, b"no-key-order-0004", [("null-key", b"yes")]),
+    (b"order-0005", b"", [("empty-value", b"yes")]),
+    (b"order-0006", None, [("tombstone", b"yes")]),
+    (b"order-0007", b'{"order":7,"item":"\xc3\xa9clair","qty":2}', []),
+    (None, b"no-key-order-0008", []),
+    (b"order-0009", b"x" * 300, [("big", b"300 bytes")]),
+    (b"order-0010", b'{"order":10}', [("dup", b"first"), ("dup", b"second")]),
+]
+EVENT_MESSAGES: list[tuple[bytes | None, bytes | None, list[tuple[str, bytes | None]]]] = [
+    (b"event-01", bytes(range(0, 256, 5)), [("bin-header", b"\x00\x01\x02\xff")]),
+    (b"event-02", b"\x00\xff\x00\xfe\x80\x81", [("null-header", None)]),
+    (b"\x00\x01binary-key", b"binary key, text value", []),
+    (b"event-04", b"click", [("user", b"u-42"), ("session", b"s-9")]),
+    (b"event-05", b"view", []),
+    (None, b"\xde\xad\xbe\xef", [("null-key", b"yes")]),
+    (b"event-07", b"purchase", [("amount", b"19.99")]),
+    (b"event-08", "unicode \u2603 snowman".encode(), []),
+    (b"event-09", b"", []),
+    (b"event-10", b"last event", [("last", b"true")]),
+]
+
+
+def rdkafka_produce_all(run: Run, producer: Any, label: str, topic: str,
+                        messages: list[tuple[Any, Any, Any]], *,
+                        partition_for: Callable[[int], int | None] = lambda i: None,
+                        timestamp_for: Callable[[int], int | None] = lambda i: None) -> None:
+    for i, (key, value, headers) in enumerate(messages):
+        kwargs: dict[str, Any] = {"key": key, "value": value}
+        if headers:
+            kwargs["headers"] = headers
+        if (p := partition_for(i)) is not None:
+            kwargs["partition"] = p
+        ts = timestamp_for(i)
+        kwargs["timestamp"] = ts = now_ms() if ts is None else ts
+        producer.produce(topic, on_delivery=run.rdkafka_delivery(label, key, value, headers,
+                                                                  now_ns(), ts), **kwargs)
+        producer.poll(0)
+
+
+def check_flush(producer: Any, timeout_s: float = 15.0) -> None:
+    left = producer.flush(timeout_s)
+    if left:
+        raise SystemExit(f"{left} messages not delivered within {timeout_s} s")
+
+
+# --------------------------------------------------------------------------- scenarios
+
+
+def scenario_librdkafka_produce_consume() -> Run:
+    from confluent_kafka import Consumer, Producer
+
+    run = Run("librdkafka_produce_consume",
+              "confluent-kafka producer (acks=all, no compression) writes 20 records to two "
+              "3-partition topics (keys, null keys, empty and null values, binary values, "
+              "headers), then a consumer-group member subscribes, reads them all, commits "
+              "synchronously and closes.")
+    run.truth["client_library"] = confluent_version()
+    run.create_topic("ks-orders", 3)
+    run.create_topic("ks-events", 3)
+    run.start_capture()
+
+    producer = Producer(rdkafka_conf(run, "ks-producer-1", acks="all",
+                                     **{"compression.type": "none", "linger.ms": 5}))
+    # first wave: explicit partitions and keys; one explicit timestamp
+    rdkafka_produce_all(run, producer, "ks-producer-1", "ks-orders", ORDER_MESSAGES,
+                        partition_for=lambda i: i % 3 if i < 3 else None,
+                        timestamp_for=lambda i: 1700000000000 if i == 2 else None)
+    check_flush(producer)
+    # second wave: a separate set of Produce requests
+    rdkafka_produce_all(run, producer, "ks-producer-1", "ks-events", EVENT_MESSAGES)
+    check_flush(producer)
+    settle()
+
+    want = len(run.truth["produced"])
+    consumer = Consumer(rdkafka_conf(run, "ks-consumer-1", **{
+        "group.id": "ks-group-1", "auto.offset.reset": "earliest",
+        "enable.auto.commit": False, "fetch.wait.max.ms": 100,
+        "session.timeout.ms": 6000, "heartbeat.interval.ms": 1000}))
+    consumer.subscribe(["ks-orders", "ks-events"])
+    rdkafka_consume(run, consumer, "ks-consumer-1", want)
+    committed = consumer.commit(asynchronous=False)
+    run.truth["committed"] = [{"topic": tp.topic, "partition": tp.partition,
+                               "offset": tp.offset} for tp in committed or []]
+    consumer.close()
+    producer.flush(1)
+    producer.poll(0.1)  # serve the last log lines
+    del producer
+    settle()
+    run.stop_capture()
+    return run
+
+
+def scenario_librdkafka_admin() -> Run:
+    from confluent_kafka import Consumer, Producer, TopicCollection, TopicPartition
+    from confluent_kafka.admin import (
+        AdminClient,
+        ConfigResource,
+        NewPartitions,
+        NewTopic,
+        OffsetSpec,
+    )
+
+    run = Run("librdkafka_admin",
+              "confluent-kafka AdminClient calls against the mock: the ones the mock serves "
+              "(Metadata-based list/describe, DescribeCluster via Metadata, ListOffsets, "
+              "OffsetFetch) and ones librdkafka refuses before sending because the mock does "
+              "not advertise the API (CreateTopics, DescribeConfigs, DeleteRecords, ...).")
+    run.truth["client_library"] = confluent_version()
+    run.create_topic("ks-admin", 3)
+    run.cluster.set_controller_id(1)
+    run.truth["mock_cluster"]["controller_id"] = 1
+
+    # Before the capture: some records and a committed group offset to describe.
+    pre = Producer({"bootstrap.servers": run.cluster.bootstrap_servers, "linger.ms": 0})
+    for i in range(3):
+        pre.produce("ks-admin", key=b"pre-%d" % i, value=b"preloaded", partition=0)
+    check_flush(pre)
+    del pre
+    c = Consumer({"bootstrap.servers": run.cluster.bootstrap_servers,
+                  "group.id": "ks-admin-group", "enable.auto.commit": False})
+    c.commit(offsets=[TopicPartition("ks-admin", 0, 2)], asynchronous=False)
+    c.close()
+    run.truth["preloaded"] = {"ks-admin": {"0": 3}, "committed": {
+        "ks-admin-group": [{"topic": "ks-admin", "partition": 0, "offset": 2}]},
+        "note": "written before the capture started; not in the pcap"}
+
+    run.start_capture()
+    admin = AdminClient(rdkafka_conf(run, "ks-admin-1"))
+    results: list[dict[str, Any]] = []
+
+    def call(name: str, fn: Callable[[], Any], show: Callable[[Any], Any] = repr) -> None:
+        admin.poll(0.05)  # serves librdkafka's log queue (the request records)
+        t0 = now_ns()
+        try:
+            res = fn()
+            results.append({"operation": name, "ok": True, "result": show(res),
+                            "started_ts_ns": t0, "ended_ts_ns": now_ns()})
+        except Exception as exc:  # record real failures
+            err = exc.args[0] if exc.args else exc
+            code = getattr(err, "name", lambda: None)()
+            results.append({"operation": name, "ok": False, "error": code,
+                            "error_text": str(err), "started_ts_ns": t0,
+                            "ended_ts_ns": now_ns()})
+
+    opts = {"request_timeout": 3}
+    call("list_topics", lambda: admin.list_topics(timeout=5),
+         lambda md: {"topics": sorted(md.topics), "brokers": sorted(
+             [b.id, b.host, b.port] for b in md.brokers.values()),
+             "controller_id": md.controller_id, "cluster_id": md.cluster_id})
+    call("describe_cluster", lambda: admin.describe_cluster(**opts).result(10),
+         lambda r: {"cluster_id": r.cluster_id, "controller": r.controller.id
+                    if r.controller else None, "nodes": sorted(n.id for n in r.nodes)})
+    call("describe_topics",
+         lambda: admin.describe_topics(TopicCollection(["ks-admin"]), **opts)["ks-admin"]
+         .result(10),
+         lambda r: {"name": r.name, "partitions": [[p.id, p.leader.id if p.leader else None]
+                                                   for p in r.partitions]})
+    call("list_offsets_latest",
+         lambda: admin.list_offsets({TopicPartition("ks-admin", 0): OffsetSpec.latest()},
+                                    **opts)[TopicPartition("ks-admin", 0)].result(10),
+         lambda r: {"offset": r.offset})
+    call("list_offsets_earliest",
+         lambda: admin.list_offsets({TopicPartition("ks-admin", 0): OffsetSpec.earliest()},
+                                    **opts)[TopicPartition("ks-admin", 0)].result(10),
+         lambda r: {"offset": r.offset})
+    from confluent_kafka import ConsumerGroupTopicPartitions
+
+    call("list_consumer_group_offsets",
+         lambda: admin.list_consumer_group_offsets(
+             [ConsumerGroupTopicPartitions("ks-admin-group",
+                                           [TopicPartition("ks-admin", 0)])],
+             **opts)["ks-admin-group"].result(10),
+         lambda r: [[tp.topic, tp.partition, tp.offset] for tp in r.topic_partitions])
+    call("list_consumer_groups", lambda: admin.list_consumer_groups(**opts).result(10),
+         lambda r: {"valid": sorted(g.group_id for g in r.valid),
+                    "errors": [str(e) for e in r.errors]})
+    call("describe_consumer_groups",
+         lambda: admin.describe_consumer_groups(["ks-admin-group"], **opts)["ks-admin-group"]
+         .result(10))
+    call("create_topics",
+         lambda: admin.create_topics([NewTopic("ks-admin-new", 2, 1)], **opts)
+         ["ks-admin-new"].result(10))
+    call("create_partitions",
+         lambda: admin.create_partitions([NewPartitions("ks-admin", 4)], **opts)["ks-admin"]
+         .result(10))
+    call("describe_configs",
+         lambda: list(admin.describe_configs([ConfigResource("topic", "ks-admin")], **opts)
+                      .values())[0].result(10))
+    call("delete_records",
+         lambda: list(admin.delete_records([TopicPartition("ks-admin", 0, 1)], **opts)
+                      .values())[0].result(10))
+    call("delete_topics",
+         lambda: admin.delete_topics(["ks-admin"], **opts)["ks-admin"].result(10))
+    run.truth["admin_results"] = results
+    settle()
+    admin.poll(0.1)
+    del admin
+    settle()
+    run.stop_capture()
+    run.truth["notes"].append(
+        "Operations with ok=false and error _UNSUPPORTED_FEATURE were refused by librdkafka "
+        "before sending anything: the mock's ApiVersions response does not list that API.")
+    return run
+
+
+def scenario_librdkafka_errors_latency() -> Run:
+    from confluent_kafka import Consumer, KafkaException, Producer
+
+    run = Run("librdkafka_errors_latency",
+              "Injected broker errors and latency. Producer: the first two Produce requests "
+              "on broker 1 fail with NOT_LEADER_OR_FOLLOWER (6) and are retried, the third "
+              "is answered after 150 ms; broker 2 answers everything 40 ms late; the first "
+              "Produce on broker 3 is answered after 2500 ms, so the producer's 1000 ms "
+              "socket.timeout.ms fires first (request unanswered on that connection, "
+              "reconnect, retry; the record is written twice). Consumer: its first "
+              "FindCoordinator gets COORDINATOR_NOT_AVAILABLE (15), its first Fetch "
+              "NOT_LEADER_OR_FOLLOWER (6) and its first OffsetCommit NOT_COORDINATOR (16).")
+    run.truth["client_library"] = confluent_version()
+    run.create_topic("ks-errors", 3)  # the mock puts partition p's leader on broker p+1
+    run.start_capture()
+    run.inject("broker_request_error_rtts", broker_id=1, api_key=0,
+               errors_and_rtts=[[6, 0], [6, 0], [0, 150]],
+               effect="the next 3 Produce requests on broker 1: error 6, error 6, "
+                      "success after 150 ms")
+    run.inject("broker_rtt", broker_id=2, rtt_ms=40,
+               effect="every response from broker 2 is delayed 40 ms")
+    run.inject("broker_request_error_rtts", broker_id=3, api_key=0,
+               errors_and_rtts=[[0, 2500]],
+               effect="the next Produce on broker 3 is answered after 2500 ms (after the "
+                      "client gave up at 1000 ms and closed the connection)")
+    debug = "protocol,msg,cgrp"
+    producer = Producer(rdkafka_conf(run, "ks-producer-err", acks="all", debug=debug, **{
+        "linger.ms": 0, "retry.backoff.ms": 50, "socket.timeout.ms": 1000,
+        "message.timeout.ms": 15000}))
+    msgs = [(b"err-%02d" % i, b"payload with errors %02d" % i, [("attempt", b"%d" % i)])
+            for i in range(6)]
+    rdkafka_produce_all(run, producer, "ks-producer-err", "ks-errors", msgs,
+                        partition_for=lambda i: i % 3)
+    check_flush(producer, 20)
+    settle(0.5)
+
+    run.inject("request_errors", api_key=10, error_codes=[15], scope="cluster",
+               effect="the next FindCoordinator fails with COORDINATOR_NOT_AVAILABLE")
+    run.inject("request_errors", api_key=1, error_codes=[6], scope="cluster",
+               effect="the next Fetch fails with NOT_LEADER_OR_FOLLOWER")
+    run.inject("request_errors", api_key=8, error_codes=[16], scope="cluster",
+               effect="the next OffsetCommit fails with NOT_COORDINATOR")
+    consumer = Consumer(rdkafka_conf(run, "ks-consumer-err", debug=debug, **{
+        "group.id": "ks-errors-group", "auto.offset.reset": "earliest",
+        "enable.auto.commit": False, "fetch.wait.max.ms": 100,
+        "session.timeout.ms": 6000, "retry.backoff.ms": 50}))
+    consumer.subscribe(["ks-errors"])
+    # 6 records, plus the copies written by the timed-out-then-retried Produce
+    rdkafka_consume(run, consumer, "ks-consumer-err", len(msgs) + 1, timeout_s=10,
+                    drain_s=1.0)
+    commits = []
+    for attempt in range(3):
+        try:
+            res = consumer.commit(asynchronous=False)
+            commits.append({"attempt": attempt, "ok": True, "offsets": [
+                [tp.topic, tp.partition, tp.offset] for tp in res or []]})
+            break
+        except KafkaException as exc:
+            commits.append({"attempt": attempt, "ok": False, "error": exc.args[0].name()})
+            time.sleep(0.2)
+    run.truth["commit_attempts"] = commits
+    consumer.close()
+    producer.flush(1)
+    producer.poll(0.1)  # serve the last log lines
+    del producer
+    settle()
+    run.stop_capture()
+    run.truth["notes"].append(
+        "librdkafka retries NOT_COORDINATOR commits internally, so commit_attempts shows "
+        "one successful call while the pcap holds two OffsetCommit exchanges.")
+    return run
+
+
+def scenario_librdkafka_acks0() -> Run:
+    from confluent_kafka import Consumer, Producer, TopicPartition
+
+    n = 8
+    run = Run("librdkafka_acks0",
+              "confluent-kafka producer with acks=0: eight Produce requests (one record "
+              "each) with no response on the wire, as with a real broker. The mock, unlike "
+              "Kafka, does answer acks=0 Produce requests, so its Produce responses on broker "
+              "1 are held back for 10 minutes (never sent during the capture; the producer "
+              "closes first). A group-less consumer then reads the partition to learn the "
+              "offsets the mock assigned. See librdkafka_mock_quirks for the mock's acks=0 "
+              "answers.")
+    run.truth["client_library"] = confluent_version()
+    run.create_topic("ks-fire", 1)  # leader: broker 1
+    run.start_capture()
+    run.inject("broker_request_error_rtts", broker_id=1, api_key=0,
+               errors_and_rtts=[[0, 600_000]] * n,
+               effect="the mock's (non-standard) answers to the next 8 Produce requests on "
+                      "broker 1 are delayed 10 minutes, i.e. never sent during the capture")
+    producer = Producer(rdkafka_conf(run, "ks-producer-acks0", acks=0, **{"linger.ms": 0}))
+    producer.list_topics("ks-fire", timeout=5)  # connect first: one record per request
+    msgs = [(b"fire-%02d" % i, b"fire and forget %02d" % i, [("acks", b"0")] if i % 2 else [])
+            for i in range(n)]
+    for m in msgs:
+        rdkafka_produce_all(run, producer, "ks-producer-acks0", "ks-fire", [m],
+                            partition_for=lambda _i: 0)
+        check_flush(producer)
+    settle()
+    producer.flush(1)
+    producer.poll(0.1)  # serve the last log lines
+    del producer
+    run.truth["notes"].append(
+        "acks=0: delivery reports carry no offset (offset null); see 'consumed' for the "
+        "offsets the mock assigned.")
+    consumer = Consumer(rdkafka_conf(run, "ks-reader-acks0", **{
+        "group.id": "ks-acks0-reader", "enable.auto.commit": False,
+        "fetch.wait.max.ms": 100}))
+    consumer.assign([TopicPartition("ks-fire", 0, 0)])
+    rdkafka_consume(run, consumer, "ks-reader-acks0", len(msgs))
+    consumer.close()
+    settle()
+    run.stop_capture()
+    return run
+
+
+def scenario_librdkafka_mock_quirks() -> Run:
+    from confluent_kafka import Producer
+
+    run = Run("librdkafka_mock_quirks",
+              "Where librdkafka's mock broker departs from the Kafka protocol, captured on "
+              "purpose so the decoder can be tested on non-conforming peers. (1) Every "
+              "librdkafka connection opens with ApiVersions v3; the mock supports v0-2 and "
+              "answers with error 35 in a body that is neither the v0 layout (KIP-511) nor "
+              "v3. (2) A producer with acks=0: the mock answers each Produce anyway (a "
+              "response the client never expects). (3) The mock limited to Produce v0-5: it "
+              "answers Produce v5 without the LogStartOffset field that v5 added (4 bytes "
+              "short); librdkafka fails the message with _UNDERFLOW (permanent error, no "
+              "retry).")
+    run.truth["client_library"] = confluent_version()
+    run.create_topic("ks-quirks", 1)
+    run.start_capture()
+    p0 = Producer(rdkafka_conf(run, "ks-quirk-acks0", acks=0, **{"linger.ms": 0}))
+    p0.list_topics("ks-quirks", timeout=5)
+    for i in range(3):
+        rdkafka_produce_all(run, p0, "ks-quirk-acks0", "ks-quirks",
+                            [(b"acks0-%d" % i, b"answered although acks=0", [])],
+                            partition_for=lambda _i: 0)
+        check_flush(p0)
+    settle()
+    p0.flush(1)
+    p0.poll(0.1)  # serve the last log lines
+    del p0
+    run.cluster.set_apiversion(0, 0, 5)
+    run.truth["mock_cluster"]["api_versions_set"] = [{"api_key": 0, "api_name": "Produce",
+                                                     "min_version": 0, "max_version": 5}]
+    p5 = Producer(rdkafka_conf(run, "ks-quirk-produce-v5", acks="all", debug="protocol,msg",
+                               **{"linger.ms": 0, "message.timeout.ms": 1500,
+                                  "retry.backoff.ms": 200}))
+    rdkafka_produce_all(run, p5, "ks-quirk-produce-v5", "ks-quirks",
+                        [(b"v5-0", b"answered with a short Produce v5 response", [])],
+                        partition_for=lambda _i: 0)
+    p5.flush(5)
+    settle()
+    p5.poll(0.1)  # serve the last log lines
+    del p5
+    settle()
+    run.stop_capture()
+    run.truth["notes"].append(
+        "The Produce v5 record was appended by the mock (only the response is "
+        "malformed): it is in the partition log although its delivery report says "
+        "_UNDERFLOW.")
+    return run
+
+
+KAFKA_PYTHON_API_VERSION = (2, 3)
+
+
+def scenario_kafka_python() -> Run:
+    import kafka
+    from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
+
+    run = Run("kafka_python",
+              "kafka-python producer (acks=all) writes 12 records, a consumer-group member "
+              "reads them and commits, then an admin client lists topics/groups, describes "
+              "the cluster and topics, and lists group and partition offsets.")
+    run.truth["client_library"] = {"name": "kafka-python", "version": kafka.__version__,
+                                   "api_version": list(KAFKA_PYTHON_API_VERSION)}
+    run.truth["notes"].append(
+        "kafka-python runs with api_version=(2, 3): without it, it opens with ApiVersions "
+        "v4, the mock answers UNSUPPORTED_VERSION in a body kafka-python cannot decode, and "
+        "bootstrap fails. (2, 3) makes it start with ApiVersions v2.")
+    run.create_topic("ks-kp", 3)
+    run.cluster.set_controller_id(1)
+    common = {"bootstrap_servers": run.cluster.bootstrap_servers,
+              "api_version": KAFKA_PYTHON_API_VERSION, "request_timeout_ms": 5000}
+    run.start_capture()
+    with run.log.kafka_python("kafka-python"):
+        producer = KafkaProducer(client_id="ks-kp-producer", acks="all", linger_ms=5,
+                                 **common)
+        msgs = ORDER_MESSAGES[:6] + EVENT_MESSAGES[:6]
+        futures = []
+        for i, (key, value, headers) in enumerate(msgs):
+            topic_partition = 1 if i == 0 else None
+            ts = now_ms()
+            # kafka-python refuses null header values: send them as empty values
+            headers = [(k, b"" if v is None else v) for k, v in headers]
+            fut = producer.send("ks-kp", key=key, value=value, headers=headers or None,
+                                partition=topic_partition, timestamp_ms=ts)
+            futures.append((fut, key, value, headers, now_ns(), ts))
+        producer.flush(10)
+        for fut, key, value, headers, t0, ts in futures:
+            md = fut.get(timeout=10)
+            run.add_produced(client="kafka-python", topic=md.topic, partition=md.partition,
+                             offset=md.offset, **record_fields(key, value, headers),
+                             timestamp_ms=ts, delivery_report_timestamp=[None, md.timestamp],
+                             produce_call_ts_ns=t0, delivery_report_ts_ns=now_ns(),
+                             error=None)
+        producer.close(5)
+        settle()
+
+        consumer = KafkaConsumer("ks-kp", client_id="ks-kp-consumer", group_id="ks-kp-group",
+                                 auto_offset_reset="earliest", enable_auto_commit=False,
+                                 fetch_max_wait_ms=100, consumer_timeout_ms=15000, **common)
+        got = 0
+        for m in consumer:
+            run.add_consumed("kafka-python", m.topic, m.partition, m.offset, m.key, m.value,
+                             [(k, v) for k, v in m.headers], m.timestamp)
+            got += 1
+            if got == len(msgs):
+                break
+        consumer.commit()
+        consumer.close()
+        settle()
+
+        admin = KafkaAdminClient(client_id="ks-kp-admin", **common)
+        results = []
+        for name, fn in [
+            ("list_topics", admin.list_topics),
+            ("describe_cluster", admin.describe_cluster),
+            ("describe_topics", lambda: admin.describe_topics(["ks-kp"])),
+            ("list_groups", admin.list_groups),
+            ("describe_groups", lambda: admin.describe_groups(["ks-kp-group"])),
+            ("list_group_offsets", lambda: admin.list_group_offsets("ks-kp-group")),
+            ("describe_configs", lambda: admin.describe_configs(
+                [kafka.admin.ConfigResource("TOPIC", "ks-kp")])),
+        ]:
+            t0 = now_ns()
+            try:
+                res = fn()
+                results.append({"operation": name, "ok": True, "result": repr(res)[:2000],
+                                "started_ts_ns": t0, "ended_ts_ns": now_ns()})
+            except Exception as exc:
+                results.append({"operation": name, "ok": False,
+                                "error": type(exc).__name__, "error_text": str(exc)[:500],
+                                "started_ts_ns": t0, "ended_ts_ns": now_ns()})
+        run.truth["admin_results"] = results
+        admin.close()
+        settle()
+    run.stop_capture()
+    return run
+
+
+def scenario_aiokafka() -> Run:
+    import aiokafka
+    from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+
+    run = Run("aiokafka",
+              "aiokafka producer (acks=all) writes 10 records, then a consumer-group member "
+              "reads them, commits and stops.")
+    run.truth["client_library"] = {"name": "aiokafka", "version": aiokafka.__version__}
+    run.create_topic("ks-aio", 3)
+    bs = run.cluster.bootstrap_servers
+
+    async def main() -> None:
+        producer = AIOKafkaProducer(bootstrap_servers=bs, client_id="ks-aio-producer",
+                                    acks="all", linger_ms=5)
+        await producer.start()
+        msgs = ORDER_MESSAGES[:5] + EVENT_MESSAGES[:5]
+        pending = []
+        for key, value, headers in msgs:
+            ts = now_ms()
+            fut = await producer.send("ks-aio", key=key, value=value,
+                                      headers=headers or None, timestamp_ms=ts)
+            pending.append((fut, key, value, headers, now_ns(), ts))
+        for fut, key, value, headers, t0, ts in pending:
+            md = await fut
+            run.add_produced(client="aiokafka", topic=md.topic, partition=md.partition,
+                             offset=md.offset, **record_fields(key, value, headers),
+                             timestamp_ms=ts,
+                             delivery_report_timestamp=[
+                                 None if md.timestamp_type is None
+                                 else TIMESTAMP_TYPES.get(md.timestamp_type + 1),
+                                 md.timestamp],
+                             produce_call_ts_ns=t0, delivery_report_ts_ns=now_ns(),
+                             error=None)
+        await producer.stop()
+        await asyncio.sleep(0.3)
+        consumer = AIOKafkaConsumer("ks-aio", bootstrap_servers=bs,
+                                    client_id="ks-aio-consumer", group_id="ks-aio-group",
+                                    auto_offset_reset="earliest", enable_auto_commit=False,
+                                    fetch_max_wait_ms=100)
+        await consumer.start()
+        got = 0
+        try:
+            async with asyncio.timeout(15):
+                async for m in consumer:
+                    run.add_consumed("aiokafka", m.topic, m.partition, m.offset, m.key,
+                                     m.value, list(m.headers), m.timestamp)
+                    got += 1
+                    if got == len(msgs):
+                        break
+        except TimeoutError:
+            run.truth["notes"].append(f"aiokafka consumer got {got} of {len(msgs)}")
+        await consumer.commit()
+        await consumer.stop()
+        await asyncio.sleep(0.3)
+
+    run.start_capture()
+    with run.log.aiokafka("aiokafka"):
+        asyncio.run(main())
+    run.stop_capture()
+    return run
+
+
+def scenario_librdkafka_midstream() -> Run:
+    from confluent_kafka import Consumer, Producer
+
+    run = Run("librdkafka_midstream",
+              "A producer (one record every 20 ms) and a consumer-group member run "
+              "continuously; tcpdump starts about 1 s after they connected and captures about "
+              "1.5 s, so the capture begins in the middle of established connections (no "
+              "SYN/handshake, no ApiVersions, possibly mid-frame). The truth covers the whole "
+              "run with timestamps; what the decoder sees must be a subset.")
+    run.truth["client_library"] = confluent_version()
+    run.truth["capture"]["mid_stream"] = True
+    run.create_topic("ks-stream", 3)
+    run.cluster.start_request_tracking()
+    run.truth["run_started_ts_ns"] = now_ns()
+
+    producer = Producer(rdkafka_conf(run, "ks-stream-producer", acks="all",
+                                     **{"linger.ms": 10}))
+    consumer = Consumer(rdkafka_conf(run, "ks-stream-consumer", **{
+        "group.id": "ks-stream-group", "auto.offset.reset": "earliest",
+        "enable.auto.commit": True, "auto.commit.interval.ms": 500,
+        "fetch.wait.max.ms": 100}))
+    consumer.subscribe(["ks-stream"])
+    stop = threading.Event()
+
+    def produce_loop() -> None:
+        i = 0
+        while not stop.is_set():
+            key = b"stream-%05d" % i
+            value = b"tick %05d " % i + b"." * (i % 50)
+            headers = [("seq", b"%d" % i)]
+            ts = now_ms()
+            producer.produce("ks-stream", key=key, value=value, headers=headers, timestamp=ts,
+                             on_delivery=run.rdkafka_delivery("ks-stream-producer", key, value,
+                                                              headers, now_ns(), ts))
+            producer.poll(0)
+            i += 1
+            time.sleep(0.02)
+        producer.flush(10)
+
+    def consume_loop() -> None:
+        while not stop.is_set():
+            msg = consumer.poll(0.1)
+            if msg is not None and not msg.error():
+                run.rdkafka_consumed("ks-stream-consumer", msg)
+
+    threads = [threading.Thread(target=produce_loop, name="producer"),
+               threading.Thread(target=consume_loop, name="consumer")]
+    for th in threads:
+        th.start()
+    deadline = time.monotonic() + 15
+    while not run.truth["consumed"] and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(1.0)
+    # The mock's request tracking is already running; do not restart it.
+    run.tcpdump = Tcpdump(CAPTURES / f"{run.name}.pcap", run.cluster.broker_ports)
+    run.tcpdump.start()
+    run.truth["capture"].update({"interface": "lo", "bpf_filter": run.tcpdump.bpf,
+                                 "command": " ".join(run.tcpdump.argv[:-1]
+                                                     + [repr(run.tcpdump.bpf)]),
+                                 "started_ts_ns": run.tcpdump.started_ts_ns})
+    time.sleep(1.5)
+    run.stop_capture()
+    stop.set()
+    for th in threads:
+        th.join(20)
+    consumer.close()
+    producer.poll(0.1)  # serve the last log lines
+    del producer
+    run.truth["run_stopped_ts_ns"] = now_ns()
+    run.truth["notes"].append(
+        "Clients were running before tcpdump started and were closed after it stopped: "
+        "'produced', 'consumed', 'requests' and 'mock_requests' cover the whole run. Use "
+        "capture.started_ts_ns / stopped_ts_ns (and record timestamps, timestamp_ms = the "
+        "records' CreateTime) to pick what can be in the pcap.")
+    return run
+
+
+def scenario_librdkafka_compression() -> Run:
+    from confluent_kafka import Consumer, Producer
+
+    codecs = ["gzip", "snappy", "lz4", "zstd"]
+    run = Run("librdkafka_compression",
+              "Four confluent-kafka producers, one per compression codec (gzip, snappy, lz4, "
+              "zstd), each write 5 compressible records as one record batch to its own "
+              "partition of ks-compressed (partition i = codecs[i]); a consumer-group member "
+              "reads all 20 (Fetch responses carry the compressed batches the mock stored).")
+    run.truth["client_library"] = confluent_version()
+    run.create_topic("ks-compressed", 4)
+    run.truth["compression_by_partition"] = dict(enumerate(codecs))
+    run.start_capture()
+    for part, codec in enumerate(codecs):
+        label = f"ks-producer-{codec}"
+        producer = Producer(rdkafka_conf(run, label, acks="all", **{
+            "compression.type": codec, "linger.ms": 50}))
+        producer.list_topics("ks-compressed", timeout=5)
+        msgs = [(f"{codec}-{i}".encode(),
+                 (f"{codec} record {i}: " + "the quick brown fox jumps over the lazy dog " * 8)
+                 .encode(), [("codec", codec.encode())]) for i in range(5)]
+        rdkafka_produce_all(run, producer, label, "ks-compressed", msgs,
+                            partition_for=lambda _i, p=part: p)
+        check_flush(producer)
+        producer.poll(0.1)  # serve the last log lines
+        del producer
+    for m in run.truth["produced"]:
+        m["compression"] = codecs[m["partition"]]
+    settle()
+    consumer = Consumer(rdkafka_conf(run, "ks-consumer-compressed", **{
+        "group.id": "ks-compressed-group", "auto.offset.reset": "earliest",
+        "enable.auto.commit": False, "fetch.wait.max.ms": 100}))
+    consumer.subscribe(["ks-compressed"])
+    rdkafka_consume(run, consumer, "ks-consumer-compressed", len(run.truth["produced"]))
+    consumer.commit(asynchronous=False)
+    consumer.close()
+    settle()
+    run.stop_capture()
+    return run
+
+
+def scenario_librdkafka_transactions() -> Run:
+    from confluent_kafka import Consumer, Producer, TopicPartition
+
+    run = Run("librdkafka_transactions",
+              "Transactional confluent-kafka producer (transactional.id ks-tx-1): "
+              "InitProducerId; transaction 1 writes 3 records to ks-tx (one per partition) and "
+              "commits the offset of a record read from ks-tx-in (AddPartitionsToTxn, "
+              "AddOffsetsToTxn, TxnOffsetCommit, EndTxn commit); transaction 2 writes 2 "
+              "records and aborts (EndTxn abort). The mock appends a control batch (commit/"
+              "abort marker) to each partition a transaction touched. A read_committed "
+              "consumer then reads ks-tx: the mock returns no aborted-transaction list, so "
+              "the aborted records are delivered too.")
+    run.truth["client_library"] = confluent_version()
+    run.create_topic("ks-tx", 3)
+    run.create_topic("ks-tx-in", 1)
+    run.cluster.coordinator_set("transaction", "ks-tx-1", 1)
+    run.cluster.coordinator_set("group", "ks-tx-src", 2)
+    run.truth["coordinators"] = {"transaction ks-tx-1": 1, "group ks-tx-src": 2}
+    pre = Producer({"bootstrap.servers": run.cluster.bootstrap_servers, "linger.ms": 0})
+    pre.produce("ks-tx-in", key=b"in-0", value=b"input record", partition=0)
+    check_flush(pre)
+    del pre
+    run.truth["preloaded"] = {"ks-tx-in": {"0": 1},
+                              "note": "written before the capture started; not in the pcap"}
+    run.start_capture()
+    src = Consumer(rdkafka_conf(run, "ks-tx-src", **{
+        "group.id": "ks-tx-src", "auto.offset.reset": "earliest", "enable.auto.commit": False,
+        "fetch.wait.max.ms": 100}))
+    src.subscribe(["ks-tx-in"])
+    got = rdkafka_consume(run, src, "ks-tx-src", 1)
+    producer = Producer(rdkafka_conf(run, "ks-tx-producer", **{
+        "transactional.id": "ks-tx-1", "linger.ms": 5}))
+    producer.init_transactions(10)
+    producer.begin_transaction()
+    committed = [(b"tx1-%d" % i, b"committed in transaction 1 (%d)" % i, [("txn", b"1")])
+                 for i in range(3)]
+    n0 = len(run.truth["produced"])
+    rdkafka_produce_all(run, producer, "ks-tx-producer", "ks-tx", committed,
+                        partition_for=lambda i: i)
+    producer.flush(10)
+    if got:
+        producer.send_offsets_to_transaction([TopicPartition("ks-tx-in", 0, 1)],
+                                             src.consumer_group_metadata(), 10)
+    producer.commit_transaction(10)
+    for m in run.truth["produced"][n0:]:
+        m["transaction"] = "committed"
+    run.truth["transactional_offsets"] = [{"group": "ks-tx-src", "topic": "ks-tx-in",
+                                           "partition": 0, "offset": 1}] if got else []
+    producer.begin_transaction()
+    aborted = [(b"tx2-%d" % i, b"aborted in transaction 2 (%d)" % i, [("txn", b"2")])
+               for i in range(2)]
+    n1 = len(run.truth["produced"])
+    rdkafka_produce_all(run, producer, "ks-tx-producer", "ks-tx", aborted,
+                        partition_for=lambda i: i)
+    producer.flush(10)
+    producer.abort_transaction(10)
+    for m in run.truth["produced"][n1:]:
+        m["transaction"] = "aborted"
+    src.close()
+    settle()
+    consumer = Consumer(rdkafka_conf(run, "ks-tx-reader", **{
+        "group.id": "ks-tx-reader", "auto.offset.reset": "earliest",
+        "isolation.level": "read_committed", "enable.auto.commit": False,
+        "fetch.wait.max.ms": 100}))
+    consumer.subscribe(["ks-tx"])
+    rdkafka_consume(run, consumer, "ks-tx-reader", 5, timeout_s=10)
+    consumer.close()
+    producer.poll(0.1)  # serve the last log lines
+    del producer
+    settle()
+    run.stop_capture()
+    run.truth["expected_control_records"] = [
+        {"topic": "ks-tx", "partition": p, "markers": ["COMMIT", "ABORT"] if p < 2
+         else ["COMMIT"]} for p in range(3)]
+    run.truth["notes"].append(
+        "expected_control_records is what the mock is expected to append (one marker per "
+        "partition per transaction, at the offsets the data records skip); it is inferred "
+        "from the consumed offsets, not reported by a client.")
+    return run
+
+
+def scenario_librdkafka_kip848() -> Run:
+    from confluent_kafka import Consumer, Producer
+
+    run = Run("librdkafka_kip848",
+              "Consumer group with the KIP-848 protocol (group.protocol=consumer): the "
+              "member joins and gets its assignment through ConsumerGroupHeartbeat instead "
+              "of JoinGroup/SyncGroup, reads 6 records, commits and leaves.")
+    run.truth["client_library"] = confluent_version()
+    run.create_topic("ks-848", 3)
+    run.start_capture()
+    producer = Producer(rdkafka_conf(run, "ks-848-producer", acks="all", **{"linger.ms": 5}))
+    msgs = [(b"k848-%d" % i, b"new consumer protocol %d" % i, []) for i in range(6)]
+    rdkafka_produce_all(run, producer, "ks-848-producer", "ks-848", msgs)
+    check_flush(producer)
+    producer.poll(0.1)  # serve the last log lines
+    del producer
+    consumer = Consumer(rdkafka_conf(run, "ks-848-consumer", **{
+        "group.id": "ks-848-group", "group.protocol": "consumer",
+        "auto.offset.reset": "earliest", "enable.auto.commit": False,
+        "fetch.wait.max.ms": 100}))
+    consumer.subscribe(["ks-848"])
+    rdkafka_consume(run, consumer, "ks-848-consumer", len(msgs))
+    consumer.commit(asynchronous=False)
+    consumer.close()
+    settle()
+    run.stop_capture()
+    return run
+
+
+def scenario_librdkafka_share() -> Run:
+    from confluent_kafka import Producer, ShareConsumer
+
+    run = Run("librdkafka_share",
+              "Share-group consumer (KIP-932, librdkafka preview): ShareGroupHeartbeat to "
+              "join, then ShareFetch/ShareAcknowledge. The records are produced after the "
+              "member joined (a new share group starts at the latest offset).")
+    run.truth["client_library"] = confluent_version()
+    run.create_topic("ks-share", 1)
+    run.start_capture()
+    share = ShareConsumer(rdkafka_conf(run, "ks-share-consumer", **{"group.id": "ks-share-group"}))
+    share.subscribe(["ks-share"])
+    want = 4
+    t_end = time.monotonic() + 15
+    produced = False
+    got = 0
+    t_join = time.monotonic() + 1.5
+    while got < want and time.monotonic() < t_end:
+        for m in share.poll(0.2):
+            if m.error():
+                run.truth["notes"].append(f"share poll error: {m.error().name()}")
+                continue
+            run.rdkafka_consumed("ks-share-consumer", m)
+            got += 1
+        if not produced and time.monotonic() > t_join:
+            producer = Producer(rdkafka_conf(run, "ks-share-producer", acks="all",
+                                             **{"linger.ms": 5}))
+            msgs = [(b"share-%d" % i, b"queue-style record %d" % i, []) for i in range(want)]
+            rdkafka_produce_all(run, producer, "ks-share-producer", "ks-share", msgs,
+                                partition_for=lambda _i: 0)
+            check_flush(producer)
+            producer.poll(0.1)  # serve the last log lines
+            del producer
+            produced = True
+    share.close()
+    settle()
+    run.stop_capture()
+    return run
+
+
+# --------------------------------------------------------------------------- check
+
+
+def check_capture(name: str) -> dict[str, Any]:
+    """Cross-check NAME.pcap against NAME.truth.json with tshark (independent dissector).
+
+    Returns a summary; raises SystemExit when the pcap has truncated packets, when a
+    request the clients reported is missing on the wire, or when (outside mid-stream
+    captures) tshark's request counts per API differ from the mock's request tracking.
+    """
+    truth = json.loads((CAPTURES / f"{name}.truth.json").read_text())
+    pcap = CAPTURES / f"{name}.pcap"
+    ports = set(truth["broker_ports"])
+    argv = ["tshark", "-r", str(pcap), "-n"]
+    for p in sorted(ports):
+        argv += ["-d", f"tcp.port=={p},kafka"]
+    argv += ["-T", "fields", "-E", "separator=|", "-e", "frame.len", "-e", "frame.cap_len",
+             "-e", "tcp.stream", "-e", "tcp.srcport", "-e", "tcp.dstport",
+             "-e", "kafka.api_key", "-e", "kafka.api_version", "-e", "kafka.correlation_id",
+             "-e", "frame.time_epoch"]
+    out = subprocess.run(argv, capture_output=True, text=True, check=True).stdout
+    packets = truncated = 0
+    requests: Counter[tuple[int, int, int, int]] = Counter()
+    req_by_api: Counter[int] = Counter()
+    responses = 0
+    streams: set[str] = set()
+    for line in out.splitlines():
+        flen, clen, stream, sport, dport, keys, vers, corrs, _ts = line.split("|")
+        packets += 1
+        truncated += flen != clen
+        streams.add(stream)
+        if not corrs:
+            continue
+        corr_list = [int(c) for c in corrs.split(",")]
+        if int(dport) in ports:  # client -> broker: requests carry key and version
+            key_list = [int(k) for k in keys.split(",")]
+            ver_list = [int(v) for v in vers.split(",")]
+            for k, v, c in zip(key_list, ver_list, corr_list):
+                requests[(int(dport), k, v, c)] += 1
+                req_by_api[k] += 1
+        else:
+            responses += len(corr_list)
+    if truncated:
+        raise SystemExit(f"{name}: {truncated} truncated packets")
+    mid = bool(truth["capture"].get("mid_stream"))
+    problems = []
+    matched = missing = 0
+    remaining = requests.copy()
+    t0, t1 = truth["capture"]["started_ts_ns"], truth["capture"]["stopped_ts_ns"]
+    for r in truth["requests"]:
+        key = (r["broker_port"], r["api_key"], r["api_version"], r["correlation_id"])
+        if remaining[key] > 0:
+            remaining[key] -= 1
+            matched += 1
+        elif not mid or t0 + 500_000_000 < r["logged_sent_ts_ns"] < t1 - 500_000_000:
+            missing += 1
+            problems.append(f"client-reported request not on the wire: {key}")
+    mock = {int(k): v for k, v in truth["mock_requests"]["count_by_api_key"].items()}
+    # The mock does not track requests for APIs it does not implement (it drops the
+    # connection instead of answering): leave those out when they went unanswered.
+    rejected = {k for k in req_by_api if k not in mock and all(
+        r["response"] is None for r in truth["requests"] if r["api_key"] == k)}
+    tracked = {k: v for k, v in req_by_api.items() if k not in rejected}
+    if not mid and mock != tracked:
+        problems.append(f"per-API request counts differ: mock {mock} tshark {dict(req_by_api)}")
+    if mid and any(req_by_api[k] > mock.get(k, 0) for k in req_by_api):
+        problems.append("tshark sees more requests than the mock tracked")
+    produced = {(m["topic"], m["partition"], m["offset"]): m for m in truth["produced"]}
+    same = 0
+    for c in truth["consumed"]:
+        m = produced.get((c["topic"], c["partition"], c["offset"]))
+        if m is None:
+            continue
+        fields = ("key_hex", "value_hex", "headers", "timestamp_ms")
+        if any(m[f] != c[f] for f in fields):
+            problems.append(f"consumed record differs from produced: {c}")
+        same += 1
+    summary = {"pcap_bytes": pcap.stat().st_size, "packets": packets,
+               "tcp_streams": len(streams), "requests_tshark": sum(req_by_api.values()),
+               "responses_tshark": responses, "client_requests_matched": matched,
+               "client_requests_total": len(truth["requests"]),
+               "mock_requests": sum(mock.values()),
+               "untracked_rejected_api_keys": sorted(rejected),
+               "consumed_equal_to_produced": same, "problems": problems}
+    if problems:
+        raise SystemExit(f"{name}: " + "; ".join(problems[:10]))
+    return summary
+
+
+SCENARIOS: dict[str, Callable[[], Run]] = {
+    "librdkafka_produce_consume": scenario_librdkafka_produce_consume,
+    "librdkafka_admin": scenario_librdkafka_admin,
+    "librdkafka_errors_latency": scenario_librdkafka_errors_latency,
+    "librdkafka_acks0": scenario_librdkafka_acks0,
+    "kafka_python": scenario_kafka_python,
+    "aiokafka": scenario_aiokafka,
+    "librdkafka_midstream": scenario_librdkafka_midstream,
+    "librdkafka_mock_quirks": scenario_librdkafka_mock_quirks,
+    "librdkafka_compression": scenario_librdkafka_compression,
+    "librdkafka_transactions": scenario_librdkafka_transactions,
+    "librdkafka_kip848": scenario_librdkafka_kip848,
+    "librdkafka_share": scenario_librdkafka_share,
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("scenarios", nargs="*", help="scenario names (default: all)")
+    parser.add_argument("--list", action="store_true", help="list scenario names")
+    parser.add_argument("--check", action="store_true",
+                        help="only cross-check existing captures with tshark")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    if args.list:
+        print("\n".join(SCENARIOS))
+        return 0
+    unknown = [s for s in args.scenarios if s not in SCENARIOS]
+    if unknown:
+        parser.error(f"unknown scenario(s): {', '.join(unknown)}")
+    if os.geteuid() != 0:
+        log.warning("not root: tcpdump may fail to open the loopback interface")
+    if args.check:
+        for name in args.scenarios or list(SCENARIOS):
+            print(name, json.dumps(check_capture(name)))
+        return 0
+    for noisy in ("kafka", "aiokafka"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+    for name in args.scenarios or list(SCENARIOS):
+        t0 = time.monotonic()
+        _ACTIVE_RUNS.clear()
+        try:
+            run = SCENARIOS[name]()
+        except BaseException:
+            for active in _ACTIVE_RUNS:
+                active.abort()
+            (CAPTURES / f"{name}.pcap").unlink(missing_ok=True)
+            raise
+        path = run.finish()
+        if shutil.which("tshark"):
+            log.info("%s: tshark check %s", name, json.dumps(check_capture(name)))
+        pcap = CAPTURES / f"{name}.pcap"
+        log.info("%s: %s (%d bytes), %s, %d requests logged, %.1f s", name, pcap.name,
+                 pcap.stat().st_size, path.name, len(run.truth["requests"]),
+                 time.monotonic() - t0)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
