@@ -203,7 +203,7 @@ class Pipeline:
             out.extend(app.on_gap(ev.direction, ev.offset, ev.length, ev.ts_ns))
             return out
         assert t is StreamClosed
-        out = app.on_close(ev.ts_ns, ev.reason == "end_of_capture")
+        out = app.on_close(ev.ts_ns, ev.reason)
         conn = app.tcp
         if conn.overlap_conflicts:
             out.append(app.issue(IssueKind.TCP_OVERLAP_CONFLICT,

@@ -147,14 +147,33 @@ class KafkaConnection:
         """Bytes of ``direction`` were lost; returns exchanges and issues."""
         return self._handle(direction, self.framers[direction].gap(offset, length, ts_ns))
 
-    def on_close(self, ts_ns: int, end_of_capture: bool) -> list:
-        """The connection ended: flush partial frames and unanswered requests."""
+    def on_close(self, ts_ns: int, end_of_capture: bool | str) -> list:
+        """The connection ended: flush partial frames and unanswered requests.
+
+        ``end_of_capture`` is True for the end of the capture, or the close reason of the
+        TCP layer (``"fin"``, ``"rst"``, ``"idle"``, ``"evicted"``, ``"port_reuse"``,
+        ``"end_of_capture"``). Requests left waiting become ``unanswered``: info severity
+        when the capture simply stopped seeing the connection (end, idle) or the client
+        closed it, warning when the broker closed it or the connection table was full.
+        """
         out: list = []
         for direction in (self.client_dir, 1 - self.client_dir):
             out.extend(self._handle(direction, self.framers[direction].close(ts_ns)))
         out.extend(self._release_acks0(None))
-        severity = Severity.INFO if end_of_capture else Severity.WARNING
-        why = "the capture ended" if end_of_capture else "the connection closed"
+        reason = "end_of_capture" if end_of_capture is True else (end_of_capture or "fin")
+        tcp = self.tcp
+        if reason == "end_of_capture":
+            severity, why = Severity.INFO, "the capture ended"
+        elif reason == "idle":
+            severity, why = Severity.INFO, "the connection went idle (no packet for the idle timeout)"
+        elif reason == "evicted":
+            severity, why = Severity.WARNING, "the connection table was full (connection evicted)"
+        elif tcp.closed_by == self.client_dir:
+            severity, why = Severity.INFO, "the client closed the connection"
+        elif tcp.closed_by >= 0:
+            severity, why = Severity.WARNING, "the broker closed the connection"
+        else:
+            severity, why = Severity.WARNING, f"the connection ended ({reason})"
         for queue in self.pending.values():
             for p in queue:
                 out.append(self._unanswered(p, severity, f"no response before {why}"))

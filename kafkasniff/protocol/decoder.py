@@ -131,11 +131,10 @@ class BodyDecoder:
             if value is not None:
                 return BodyResult(value, True, [], v, None, len(payload))
         result = self._decode_layout(API_VERSIONS, 0, True, payload, offset)
-        result.issues[:0] = [BodyIssue(
-            IssueKind.SPEC_DEPARTURE,
-            f"ApiVersions v{version} error answer (UNSUPPORTED_VERSION) fits neither the v0 "
-            f"layout (KIP-511) nor the v{version} layout; decoded as far as v0 allows",
-            "", offset)]
+        context = (f"ApiVersions v{version} error answer (UNSUPPORTED_VERSION) fits neither the "
+                   f"v0 layout (KIP-511) nor the v{version} layout; as v0: ")
+        result.issues = [BodyIssue(i.kind, context + i.message, i.field_path, i.offset)
+                         for i in result.issues]
         return result
 
     def _decode_layout(self, api_key: int, version: int, is_response: bool, payload: bytes,

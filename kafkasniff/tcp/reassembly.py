@@ -438,6 +438,8 @@ class TcpReassembler:
             self._mru = st
         if flags & ACK:
             self._on_ack(ds.other, seg.ack, ts, out)
+        if flags & (RST | FIN) and conn.closed_by < 0:
+            conn.closed_by = ds.d
         if flags & RST:
             self._close(st, ts, "rst", out)
             return

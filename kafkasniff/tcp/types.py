@@ -39,6 +39,7 @@ class TcpConnection:
         overlap_conflicts: retransmissions with different bytes (first copy wins).
         closed: ``""`` while open, else ``"fin"``, ``"rst"``, ``"idle"``, ``"evicted"``,
             ``"end_of_capture"`` or ``"port_reuse"``.
+        closed_by: direction (0: A, 1: B) that sent the first FIN or RST, -1 if none.
         app: free slot for the next stage (the Kafka layer keeps its per-connection state here).
     """
 
@@ -56,6 +57,7 @@ class TcpConnection:
     retransmitted_bytes: list[int] = field(default_factory=lambda: [0, 0])
     overlap_conflicts: int = 0
     closed: str = ""
+    closed_by: int = -1
     app: Any = None
 
     def endpoint(self, direction: int) -> str:
