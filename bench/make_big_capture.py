@@ -59,9 +59,16 @@ def broker_ports(pcap: str, segs: list[tuple]) -> set[int]:
 
 
 def replica(segs: list[tuple], r: int, t0: int, offset_ns: int, brokers: dict[int, bytes]):
-    """Yield (ts_ns, frame bytes) of replica ``r`` of one seed capture."""
+    """Yield (ts_ns, frame bytes) of replica ``r`` of one seed capture.
+
+    Connections the seed leaves open (it was stopped, or started mid-stream) are closed with
+    a FIN from each side 1 ms after their last segment, so that a replayed session ends like
+    a real client session and the benchmark measures steady state, not a pile of idle flows.
+    """
     client_ip = bytes([10, 1, (r >> 8) & 0xFF, r & 0xFF])
     base = segs[0][0]
+    nxt: dict[tuple, tuple[int, int, int]] = {}   # (sip, sp, dip, dp) -> (next seq, ack, ts)
+    finished: set[tuple] = set()
     for ts, src, sport, dst, dport, seq, ack, flags, payload in segs:
         if sport in brokers:
             sip, sp, dip, dp = brokers[sport], 9092, client_ip, dport
@@ -69,10 +76,29 @@ def replica(segs: list[tuple], r: int, t0: int, offset_ns: int, brokers: dict[in
             sip, sp, dip, dp = client_ip, sport, brokers[dport], 9092
         else:
             continue
-        total = 20 + 20 + len(payload)
-        ip = IP_HDR.pack(0x45, 0, total, r & 0xFFFF, 0x4000, 64, 6, 0, sip, dip)
-        tcp = TCP_HDR.pack(sp, dp, seq, ack, 5 << 4, flags, 65535, 0, 0)
-        yield t0 + offset_ns + (ts - base), ETH + ip + tcp + payload
+        t = t0 + offset_ns + (ts - base)
+        key = (sip, sp, dip, dp)
+        nxt[key] = ((seq + len(payload) + (1 if flags & 0x03 else 0)) & 0xFFFFFFFF, ack, t)
+        if flags & 0x05:  # FIN or RST
+            finished.add(key)
+            finished.add((dip, dp, sip, sp))
+        yield t, _frame(sip, sp, dip, dp, seq, ack, flags, payload, r)
+    for key, (seq, ack, t) in sorted(nxt.items(), key=lambda kv: kv[1][2]):
+        if key in finished:
+            continue
+        back = (key[2], key[3], key[0], key[1])
+        finished.update((key, back))
+        bseq, back_ack, bt = nxt.get(back, (ack, seq, t))
+        last = max(t, bt) + 1_000_000
+        yield last, _frame(*key, seq, bseq, 0x11, b"", r)
+        yield last + 1000, _frame(*back, bseq, seq + 1, 0x11, b"", r)
+
+
+def _frame(sip, sp, dip, dp, seq, ack, flags, payload, r) -> bytes:
+    total = 20 + 20 + len(payload)
+    ip = IP_HDR.pack(0x45, 0, total, r & 0xFFFF, 0x4000, 64, 6, 0, sip, dip)
+    tcp = TCP_HDR.pack(sp, dp, seq & 0xFFFFFFFF, ack & 0xFFFFFFFF, 5 << 4, flags, 65535, 0, 0)
+    return ETH + ip + tcp + payload
 
 
 def main(argv: list[str] | None = None) -> int:

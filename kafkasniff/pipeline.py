@@ -44,7 +44,8 @@ class PipelineOptions:
         max_frame_bytes: largest accepted Kafka frame payload (default 100 MiB).
         max_pending: requests waiting for a response per connection before the oldest is
             given up.
-        max_connections: TCP connections tracked at once (least recently active evicted).
+        max_connections: TCP connections tracked at once (least recently active evicted);
+            with the other bounds this caps memory (see docs/architecture.md, "Memory").
         idle_timeout_s: connections idle this long (capture time) are closed.
         max_ooo_bytes: out-of-order bytes buffered per direction before declaring a gap.
         definitions_dir: generated definitions to use (``None``: the installed ones).
@@ -54,7 +55,7 @@ class PipelineOptions:
     detect: bool = True
     max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES
     max_pending: int = 10_000
-    max_connections: int = 100_000
+    max_connections: int = 50_000
     idle_timeout_s: int = 3600
     max_ooo_bytes: int = 4 * 1024 * 1024
     definitions_dir: str | None = None
@@ -93,6 +94,7 @@ class _NotKafka:
 
 
 NOT_KAFKA = _NotKafka()
+CLOSED = _NotKafka()
 
 
 class _Undecided:
@@ -177,6 +179,8 @@ class Pipeline:
                 if type(ev) is StreamData:
                     self.stats.other_bytes += len(ev.data)
                 continue
+            if app is CLOSED:
+                continue
             if type(app) is _Undecided:
                 out.extend(self._undecided(conn, app, ev))
                 continue
@@ -205,6 +209,7 @@ class Pipeline:
         assert t is StreamClosed
         out = app.on_close(ev.ts_ns, ev.reason)
         conn = app.tcp
+        conn.app = CLOSED  # drop the Kafka state; late events of this connection are ignored
         if conn.overlap_conflicts:
             out.append(app.issue(IssueKind.TCP_OVERLAP_CONFLICT,
                                  f"{conn.overlap_conflicts} retransmitted segment(s) carried "

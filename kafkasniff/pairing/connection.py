@@ -13,7 +13,6 @@ inferred when exactly one API's response layout fits the whole frame.
 
 from __future__ import annotations
 
-from collections import deque
 from dataclasses import dataclass, field
 
 from kafkasniff.errors import DecodeError
@@ -69,6 +68,13 @@ class PairingContext:
     max_pending: int = DEFAULT_MAX_PENDING
     infer_orphans: bool = True
     _orphan_candidates: list = field(default_factory=list)
+    _request_validator: object = None
+
+    def request_validator(self):
+        """The request-frame validator, shared by every connection."""
+        if self._request_validator is None:
+            self._request_validator = request_validator(self.defs)
+        return self._request_validator
 
     @classmethod
     def create(cls, defs: Definitions, **options) -> "PairingContext":
@@ -120,11 +126,11 @@ class KafkaConnection:
         self.client_dir = client_dir
         self.client = tcp.endpoint(client_dir)
         self.broker = tcp.endpoint(1 - client_dir)
-        self.pending: dict[int, deque[_Pending]] = {}
+        self.pending: dict[int, list[_Pending]] = {}  # FIFO per correlation_id
         self.pending_count = 0
         self.mid_stream = mid_stream
         self.synced_once = [not mid_stream, not mid_stream]
-        req = Framer(request_validator(ctx.defs), min_frame_bytes=8,
+        req = Framer(ctx.request_validator(), min_frame_bytes=8,
                      max_frame_bytes=ctx.max_frame_bytes, synced=not mid_stream)
         resp = Framer(response_validator(self.pending), min_frame_bytes=4,
                       max_frame_bytes=ctx.max_frame_bytes, synced=not mid_stream)
@@ -287,7 +293,7 @@ class KafkaConnection:
             return out
         queue = self.pending.get(hdr.correlation_id)
         if queue is None:
-            self.pending[hdr.correlation_id] = deque((p,))
+            self.pending[hdr.correlation_id] = [p]
         else:
             issues.append(self.issue(IssueKind.DUPLICATE_CORRELATION_ID,
                                      f"correlation_id {hdr.correlation_id} reused while "
@@ -306,7 +312,7 @@ class KafkaConnection:
         # each queue's head is its oldest request; the oldest of all has the smallest seq
         corr = min(self.pending, key=lambda c: self.pending[c][0].seq)
         queue = self.pending[corr]
-        p = queue.popleft()
+        p = queue.pop(0)
         if not queue:
             del self.pending[corr]
         self.pending_count -= 1
@@ -344,7 +350,7 @@ class KafkaConnection:
                 ts_ns=frame.first_ts_ns, direction=1 - self.client_dir, correlation_id=corr,
                 api_key=PRODUCE, api_version=p.header.api_version))
             return self._release_acks0(None) + self._pair(p, frame, corr)
-        p = queue.popleft()
+        p = queue.pop(0)
         if not queue:
             del self.pending[corr]
         self.pending_count -= 1

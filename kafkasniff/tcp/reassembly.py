@@ -28,7 +28,8 @@ Bounds (per direction unless said otherwise):
   beyond that the hole before the lowest buffered segment is declared a gap
   (``"ooo_overflow"``).
 * history of delivered bytes used to detect conflicting retransmissions: references to the
-  most recent delivered chunks covering at least ``max_history_bytes`` (64 KiB by default)
+  most recent delivered chunks not yet acknowledged by the peer (an ACK drops the history
+  below it), at most ``max_history_bytes`` (64 KiB by default)
   and at most that plus one chunk. Older retransmissions are counted, not compared. The
   history restarts after every gap (it always ends at the next expected offset).
 * connection table: ``max_connections`` open connections; the least recently active one is
@@ -57,7 +58,7 @@ Choices worth knowing:
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
-from collections import OrderedDict, deque
+from collections import OrderedDict
 from dataclasses import dataclass, fields
 
 from kafkasniff.capture.types import ACK, FIN, RST, SYN, TcpSegment
@@ -154,7 +155,7 @@ class _Dir:
         self.starts: list[int] = []                          # buffered entry starts, sorted
         self.ooo: list[tuple[int, int, bytes | None, int]] = []  # (start, end, data|None, ts)
         self.ooo_bytes = 0
-        self.hist: deque[bytes] = deque()                    # delivered chunks ending at nxt
+        self.hist: list[bytes] = []   # delivered chunks ending at nxt (a list: few items, small)
         self.hist_bytes = 0
 
     def start(self, seq: int) -> None:
@@ -190,6 +191,9 @@ class TcpReassembler:
             retransmissions against; 0 disables the comparison for delivered data.
         closed_linger_ns: how long (capture time) a FIN/RST-closed flow is remembered so
             that its trailing segments are ignored.
+        max_history_total_bytes: budget for the retransmission history of all connections
+            together; :meth:`expire` drops the history of the least recently active
+            connections beyond it (their later retransmissions are counted, not compared).
 
     Feed segments in capture order with :meth:`feed`; call :meth:`expire` now and then
     (e.g. once per second of capture time) and :meth:`flush` at the end of the capture.
@@ -205,6 +209,7 @@ class TcpReassembler:
         idle_timeout_ns: int = 3600 * 10**9,
         max_history_bytes: int = 64 * 1024,
         closed_linger_ns: int = 60 * 10**9,
+        max_history_total_bytes: int = 32 * 2**20,
     ) -> None:
         if max_connections < 1:
             raise ValueError("max_connections must be >= 1")
@@ -214,11 +219,13 @@ class TcpReassembler:
         self.idle_timeout_ns = idle_timeout_ns
         self.max_history_bytes = max_history_bytes
         self.closed_linger_ns = closed_linger_ns
+        self.max_history_total_bytes = max_history_total_bytes
         self.stats = ReassemblyStats()
         self._flows: dict[tuple, _Dir] = {}          # 4-tuple (sender first) -> sender's _Dir
         self._lru: OrderedDict[_Conn, None] = OrderedDict()   # least recently active first
         self._mru: _Conn | None = None
-        self._closed: OrderedDict[tuple, tuple[_Conn, int]] = OrderedDict()  # tombstones
+        # tombstones of FIN/RST-closed flows: flow key -> (both flow keys, close ts); no state
+        self._closed: OrderedDict[tuple, tuple[tuple, int]] = OrderedDict()
         self._next_id = 0
 
     # ------------------------------------------------------------------ public API
@@ -257,7 +264,7 @@ class TcpReassembler:
                         hb = ds.hist_bytes + n
                         limit = self.max_history_bytes
                         while hb - len(hist[0]) >= limit:
-                            hb -= len(hist.popleft())
+                            hb -= len(hist.pop(0))
                             if not hist:
                                 break
                         ds.hist_bytes = hb
@@ -312,11 +319,31 @@ class TcpReassembler:
         closed = self._closed
         limit = now_ns - self.closed_linger_ns
         while closed:
-            key, (st, ts) = next(iter(closed.items()))
+            key, (keys, ts) = next(iter(closed.items()))
             if ts >= limit:
                 break
-            self._forget(st)
+            self._forget(keys)
+        self._trim_history()
         return out
+
+    def history_bytes(self) -> int:
+        """Bytes currently referenced by the retransmission history of all connections."""
+        return sum(ds.hist_bytes for st in self._lru for ds in st.dirs)
+
+    def _trim_history(self) -> None:
+        """Keep the history of all connections under ``max_history_total_bytes``, dropping it
+        from the least recently active connections first."""
+        excess = self.history_bytes() - self.max_history_total_bytes
+        if excess <= 0:
+            return
+        for st in self._lru:
+            for ds in st.dirs:
+                if ds.hist_bytes:
+                    excess -= ds.hist_bytes
+                    ds.hist.clear()
+                    ds.hist_bytes = 0
+            if excess <= 0:
+                return
 
     def flush(self, ts_ns: int | None = None) -> list[StreamEvent]:
         """End of capture: drain and close every open connection (in ``conn_id`` order).
@@ -471,6 +498,17 @@ class TcpReassembler:
             return
         x = _sdiff(ack, od.nseq)
         if x <= 0:
+            # the peer holds everything below nxt + x: drop the history of those bytes (a
+            # retransmission of acknowledged data is rare), so the history is bounded by the
+            # unacknowledged window instead of max_history_bytes per direction
+            hist = od.hist
+            if hist:
+                acked_off = od.nxt + x
+                start = od.nxt - od.hist_bytes
+                while hist and start + len(hist[0]) <= acked_off:
+                    n0 = len(hist.pop(0))
+                    start += n0
+                    od.hist_bytes -= n0
             return
         if x == 1 and od.fin_off is None and not od.ooo:
             return   # may acknowledge a FIN the capture did not see: not evidence of data
@@ -656,7 +694,7 @@ class TcpReassembler:
         hb = ds.hist_bytes + n
         limit = self.max_history_bytes
         while hist and hb - len(hist[0]) >= limit:
-            hb -= len(hist.popleft())
+            hb -= len(hist.pop(0))
         ds.hist_bytes = hb
 
     def _gap(self, ds: _Dir, length: int, ts: int, reason: str,
@@ -699,14 +737,14 @@ class TcpReassembler:
             closed = self._closed
             for key in st.keys:
                 closed.pop(key, None)
-                closed[key] = (st, ts)
+                closed[key] = (st.keys, ts)
             while len(closed) > 2 * self.max_connections:
                 self._forget(next(iter(closed.values()))[0])
 
-    def _forget(self, st: _Conn) -> None:
-        """Drop the tombstone of a closed connection."""
+    def _forget(self, keys: tuple) -> None:
+        """Drop the tombstone of a closed connection (given its two flow keys)."""
         closed = self._closed
-        for key in st.keys:
+        for key in keys:
             ent = closed.get(key)
-            if ent is not None and ent[0] is st:
+            if ent is not None and ent[0] is keys:
                 del closed[key]
