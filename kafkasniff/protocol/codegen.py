@@ -81,6 +81,17 @@ def _emit_length(g: _Gen, out: list[str], ind: str, var: str, compact: bool, wid
         out.append(f"{ind}pos += {size}")
 
 
+def _emit_length_or_null(g: _Gen, out: list[str], ind: str, f: FieldPlan, target: str,
+                         width: str, nullable: bool) -> str:
+    """Emit a length/count read and its null branch; returns the length variable. The caller
+    continues with ``elif``/``else`` branches for the non-null case."""
+    n = g.fresh("n")
+    _emit_length(g, out, ind, n, f.compact, width)
+    out.append(f"{ind}if {n} < 0:")
+    out.append(f"{ind}    {target} = None" if nullable else f"{ind}    raise _Fail({f.key!r})")
+    return n
+
+
 def _emit_value(g: _Gen, out: list[str], ind: str, f: FieldPlan, target: str,
                 kind: str | None = None, nullable: bool | None = None) -> None:
     """Emit code decoding one value of field ``f`` into local ``target`` and advancing pos."""
@@ -95,13 +106,8 @@ def _emit_value(g: _Gen, out: list[str], ind: str, f: FieldPlan, target: str,
         out.append(f"{ind}pos += {FIXED_SIZES[kind]}")
         return
     if kind in ("string", "bytes", "records"):
-        n = g.fresh("n")
-        _emit_length(g, out, ind, n, f.compact, "h" if kind == "string" else "i")
-        out.append(f"{ind}if {n} < 0:")
-        if nullable:
-            out.append(f"{ind}    {target} = None")
-        else:
-            out.append(f"{ind}    raise _Fail({f.key!r})")
+        n = _emit_length_or_null(g, out, ind, f, target, "h" if kind == "string" else "i",
+                                 nullable)
         out.append(f"{ind}else:")
         out.append(f"{ind}    e = pos + {n}")
         out.append(f"{ind}    if e > L:")
@@ -132,13 +138,7 @@ def _emit_value(g: _Gen, out: list[str], ind: str, f: FieldPlan, target: str,
             out.append(f"{ind}{target}, pos = {fn}(buf, pos)")
         return
     if kind == "array":
-        n = g.fresh("n")
-        _emit_length(g, out, ind, n, f.compact, "i")
-        out.append(f"{ind}if {n} < 0:")
-        if nullable:
-            out.append(f"{ind}    {target} = None")
-        else:
-            out.append(f"{ind}    raise _Fail({f.key!r})")
+        n = _emit_length_or_null(g, out, ind, f, target, "i", nullable)
         out.append(f"{ind}elif {n} > L - pos:")
         out.append(f"{ind}    raise _Fail({f.key!r})")
         out.append(f"{ind}else:")
