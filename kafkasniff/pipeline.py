@@ -89,6 +89,14 @@ class PipelineStats:
     last_ts_ns: int = 0
 
 
+_GAP_KINDS = {
+    "lost": (IssueKind.TCP_GAP, "lost before the capture saw them"),
+    "close": (IssueKind.TCP_GAP, "still missing when the connection ended"),
+    "ooo_overflow": (IssueKind.TCP_OOO_OVERFLOW, "out-of-order buffer full"),
+    "snaplen": (IssueKind.PACKET_TRUNCATED, "cut by the capture's snaplen"),
+}
+
+
 class _NotKafka:
     __slots__ = ()
 
@@ -134,6 +142,7 @@ class Pipeline:
         self.stats = PipelineStats()
         self._validator = request_validator(self.defs)
         self._next_expire_ns = 0
+        self._new_issues: list[DecodeIssue] = []
 
     # ------------------------------------------------------------------ feeding
     def feed(self, pkt: CapturedPacket) -> list:
@@ -175,6 +184,9 @@ class Pipeline:
             app = conn.app
             if app is None:
                 app = self._classify(conn, ev)
+            if self._new_issues:
+                out.extend(self._new_issues)
+                self._new_issues.clear()
             if app is NOT_KAFKA:
                 if type(ev) is StreamData:
                     self.stats.other_bytes += len(ev.data)
@@ -200,8 +212,8 @@ class Pipeline:
         if t is StreamData:
             return app.on_data(ev.direction, ev.offset, ev.data, ev.ts_ns)
         if t is StreamGap:
-            out = [app.issue(IssueKind.TCP_GAP,
-                             f"{ev.length} bytes never captured ({ev.reason})",
+            kind, why = _GAP_KINDS.get(ev.reason, (IssueKind.TCP_GAP, ev.reason))
+            out = [app.issue(kind, f"{ev.length} bytes never captured ({why})",
                              severity=Severity.WARNING, ts_ns=ev.ts_ns, direction=ev.direction,
                              stream_offset=ev.offset, length_bytes=ev.length)]
             out.extend(app.on_gap(ev.direction, ev.offset, ev.length, ev.ts_ns))
@@ -210,6 +222,11 @@ class Pipeline:
         out = app.on_close(ev.ts_ns, ev.reason)
         conn = app.tcp
         conn.app = CLOSED  # drop the Kafka state; late events of this connection are ignored
+        if ev.reason == "evicted":
+            out.append(app.issue(IssueKind.CONNECTION_EVICTED,
+                                 f"connection table full ({self.options.max_connections} "
+                                 f"connections): the least recently active one was closed",
+                                 severity=Severity.WARNING, ts_ns=ev.ts_ns))
         if conn.overlap_conflicts:
             out.append(app.issue(IssueKind.TCP_OVERLAP_CONFLICT,
                                  f"{conn.overlap_conflicts} retransmitted segment(s) carried "
@@ -235,9 +252,21 @@ class Pipeline:
         app = KafkaConnection(self.ctx, conn, client_dir, mid_stream=mid)
         conn.app = app
         self.stats.kafka_connections += 1
+        if mid:
+            self._new_issues.append(app.issue(
+                IssueKind.MID_STREAM_START, "the connection was already open when the capture "
+                "started (no handshake seen): framing starts tentatively at the first byte",
+                severity=Severity.INFO, ts_ns=conn.first_ts_ns))
         return app
 
     def _undecided(self, conn: TcpConnection, app: _Undecided, ev) -> list:
+        out = self._decide(conn, app, ev)
+        if self._new_issues:
+            out[:0] = self._new_issues
+            self._new_issues.clear()
+        return out
+
+    def _decide(self, conn: TcpConnection, app: _Undecided, ev) -> list:
         """Buffer the first bytes of a connection until one direction looks like requests."""
         app.events.append(ev)
         t = type(ev)

@@ -37,8 +37,8 @@ def explain(scenario: str, ex, issue) -> str | None:
             return "request in flight when the capture stopped (long-poll Fetch, last Metadata)"
         if api in MOCK_UNIMPLEMENTED:
             return "the mock closes the connection on APIs it does not implement"
-    if kind == "orphan_response" and scenario == "librdkafka_midstream":
-        return "its request was sent before the capture started"
+    if kind in ("orphan_response", "mid_stream_start") and scenario == "librdkafka_midstream":
+        return "the capture started while the connections were open"
     if api == "ApiVersions" and version >= 3 and direction == "response" and \
             kind == "body_decode_error" and "fits neither the v0 layout" in issue.message:
         return "librdkafka's mock answers unsupported ApiVersions v3 with a hand-built hybrid " \

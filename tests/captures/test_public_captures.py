@@ -100,7 +100,7 @@ def test_ndpi_capture(public_dir):
         if i.kind == "trailing_bytes":
             assert ex.api_name == "ApiVersions" and ex.api_version == 0 and i.length_bytes == 4
         else:
-            assert i.kind in ("tcp_gap", "orphan_response", "unanswered_request")
+            assert i.kind in ("tcp_gap", "orphan_response", "unanswered_request", "mid_stream_start")
             assert i.kind == "tcp_gap" or i.severity == "info"
     produce = [ex for ex in d.exchanges if ex.api_name == "Produce" and ex.api_version == 9][0]
     assert produce.topics == ("sampleTopic",) and produce.client_id == "console-producer"
