@@ -230,11 +230,11 @@ class Definitions:
             if lay is None:
                 raise DefinitionError(f"{name} has no version {version}")
             flexible = _in(lay["flexible_versions"], version)
-            plan = self._struct_plan(lay, name, lay["fields"], version, flexible)
+            plan = self._struct_plan(lay, name, name, lay["fields"], version, flexible)
             self._plans[key] = plan
         return plan
 
-    def _struct_plan(self, lay: dict, name: str, fields: list[dict], version: int,
+    def _struct_plan(self, lay: dict, message: str, name: str, fields: list[dict], version: int,
                      flexible: bool) -> StructPlan:
         plain: list[FieldPlan] = []
         tagged: dict[int, FieldPlan] = {}
@@ -246,11 +246,13 @@ class Definitions:
             compact = flexible if fflex is None else (fflex != "none" and _in(fflex, version))
             sub = None
             if "struct" in f:
-                key = (name, f["struct"], version)
+                # struct names are unique within a message, not across messages
+                key = (message, f["struct"], version)
                 sub = self._plans.get(key)
                 if sub is None:
                     sdef = lay["structs"][f["struct"]]
-                    sub = self._struct_plan(lay, f["struct"], sdef["fields"], version, flexible)
+                    sub = self._struct_plan(lay, message, f["struct"], sdef["fields"], version,
+                                            flexible)
                     self._plans[key] = sub
             fp = FieldPlan(key=f["key"], kind=f["type"], items=f.get("items"), struct=sub,
                            compact=compact or is_tagged,
