@@ -6,6 +6,7 @@ Usage (as root, because tcpdump captures on the loopback interface)::
     .venv/bin/python captures/make_captures.py                 # every scenario
     .venv/bin/python captures/make_captures.py kafka_python    # some scenarios
     .venv/bin/python captures/make_captures.py --list
+    .venv/bin/python captures/make_captures.py --crafted        # crafted_* (craft_captures.py)
 
 For each scenario the script starts a librdkafka mock Kafka cluster
 (:class:`kafkasniff.testing.mock_cluster.MockCluster`, brokers on random 127.0.0.1
@@ -18,6 +19,10 @@ tcpdump with SIGINT and writes two files:
   from client callbacks, client debug logs and the mock's request tracking, never from
   the pcap. The decoder's tests compare their decode against it. See captures/README.md
   for the field list.
+
+``tls_handshake`` has no mock cluster: a Python ``ssl`` server on 127.0.0.1:9093 and
+TLS clients (librdkafka, Python ssl). Traffic no client or the mock can produce (SASL, old
+compressed message sets, Kafka 0.7, ...) is built by ``captures/craft_captures.py``.
 
 Byte strings in the truth files are hex (``*_hex``) with a ``*_text`` convenience copy
 when they are printable UTF-8. Wall-clock times are ``*_ts_ns`` (ns since the epoch).
@@ -290,6 +295,9 @@ class RequestLog:
         self.connects: list[dict[str, Any]] = []
         self.unmatched: list[str] = []
         self.other_lines: list[str] = []
+        # (pattern, callback(label, match, ts_ns)): extra librdkafka log lines a scenario
+        # wants (e.g. idempotence PIDs and batches); empty for the original scenarios.
+        self.watchers: list[tuple[re.Pattern[str], Callable[[str, re.Match[str], int], None]]] = []
 
     # librdkafka ------------------------------------------------------------
     def rdkafka_logger(self, label: str) -> logging.Logger:
@@ -303,6 +311,9 @@ class RequestLog:
     def _rdkafka_line(self, label: str, record: logging.LogRecord, ts: int) -> None:
         line = record.getMessage()
         with self.lock:
+            for pattern, fn in self.watchers:
+                if wm := pattern.search(line):
+                    fn(label, wm, ts)
             if m := _RDK_SENT.match(line):
                 key = (label, m["broker"], int(m["corr"]))
                 api_key = API_KEYS.get(m["api"])
@@ -1529,6 +1540,774 @@ def scenario_librdkafka_share() -> Run:
     return run
 
 
+# --------------------------------------------------------------------------- kafka-python codecs
+
+
+def xxh32(data: bytes, seed: int = 0) -> int:
+    """XXH32 (the hash LZ4 frames use for their header checksum), pure Python."""
+    p1, p2, p3, p4, p5 = 2654435761, 2246822519, 3266489917, 668265263, 374761393
+    mask = 0xFFFFFFFF
+
+    def rotl(x: int, r: int) -> int:
+        return ((x << r) | (x >> (32 - r))) & mask
+
+    n, i = len(data), 0
+    if n >= 16:
+        v = [(seed + p1 + p2) & mask, (seed + p2) & mask, seed & mask, (seed - p1) & mask]
+        while i + 16 <= n:
+            for j in range(4):
+                lane = int.from_bytes(data[i + 4 * j:i + 4 * j + 4], "little")
+                v[j] = (rotl((v[j] + lane * p2) & mask, 13) * p1) & mask
+            i += 16
+        h = (rotl(v[0], 1) + rotl(v[1], 7) + rotl(v[2], 12) + rotl(v[3], 18)) & mask
+    else:
+        h = (seed + p5) & mask
+    h = (h + n) & mask
+    while i + 4 <= n:
+        h = (h + int.from_bytes(data[i:i + 4], "little") * p3) & mask
+        h = (rotl(h, 17) * p4) & mask
+        i += 4
+    while i < n:
+        h = (h + data[i] * p5) & mask
+        h = (rotl(h, 11) * p1) & mask
+        i += 1
+    h ^= h >> 15
+    h = (h * p2) & mask
+    h ^= h >> 13
+    h = (h * p3) & mask
+    h ^= h >> 16
+    return h
+
+
+class _CramjamSnappy:
+    """Stand-in for python-snappy's ``snappy`` module (raw snappy blocks via cramjam)."""
+
+    @staticmethod
+    def compress(data: bytes) -> bytes:
+        import cramjam
+
+        return bytes(cramjam.snappy.compress_raw(bytes(data)))
+
+    @staticmethod
+    def decompress(data: bytes) -> bytes:
+        import cramjam
+
+        return bytes(cramjam.snappy.decompress_raw(bytes(data)))
+
+
+class _XXHashModule:
+    """Stand-in for the ``xxhash`` module: only ``xxh32(data).digest()`` (big-endian)."""
+
+    class xxh32:  # noqa: N801 - the xxhash package's spelling
+        def __init__(self, data: bytes = b"") -> None:
+            self._data = bytes(data)
+
+        def digest(self) -> bytes:
+            return xxh32(self._data).to_bytes(4, "big")
+
+
+def kafka_python_codec_shims(run: Run) -> None:
+    """Give kafka-python the codec modules it looks for when they are not installed.
+
+    kafka-python 3.0.12 imports ``snappy`` (python-snappy) and ``xxhash`` (needed for
+    the pre-0.10 lz4 framing). Neither is in the venv; cramjam (raw snappy) is. The stand-ins
+    only supply the primitive (raw snappy block, XXH32): the framing (xerial, old-lz4
+    header checksum) stays kafka-python's own code in ``kafka.codec``.
+    """
+    import kafka.codec as kc
+
+    shims = []
+    if not kc.has_snappy():
+        kc.snappy = _CramjamSnappy
+        shims.append("snappy: kafka.codec.snappy = cramjam.snappy.compress_raw/decompress_raw "
+                     "(python-snappy is not installed)")
+    if getattr(kc, "xxhash", None) is None:
+        # self-test against a real LZ4 frame header checksum before trusting it
+        import lz4.frame
+
+        frame = lz4.frame.compress(b"x" * 100, block_linked=False)
+        hd_len = 2 + (8 if frame[4] & 0x08 else 0)
+        assert frame[4 + hd_len] == (xxh32(frame[4:4 + hd_len]) >> 8) & 0xFF, "xxh32"
+        kc.xxhash = _XXHashModule
+        shims.append("xxhash: kafka.codec.xxhash = pure-Python XXH32 in make_captures.py "
+                     "(the xxhash package is not installed; kafka-python needs it for the "
+                     "pre-0.10 lz4 framing)")
+    if shims:
+        run.truth["codec_shims"] = shims
+        run.truth["notes"].append(
+            "kafka-python's codec modules were supplemented in-process (see codec_shims): "
+            "the bytes on the wire are kafka-python's framing around the same raw snappy "
+            "blocks / LZ4 frames python-snappy / xxhash would have given.")
+
+
+def kp_send_all(run: Run, producer: Any, label: str, topic: str,
+                msgs: list[tuple[Any, Any, Any]], *, partition: int | None,
+                with_timestamps: bool = True, **extra: Any) -> list[dict[str, Any]]:
+    """Send with kafka-python, flush, and record every record (error included)."""
+    pending = []
+    for key, value, headers in msgs:
+        ts = now_ms() if with_timestamps else None
+        fut = producer.send(topic, key=key, value=value, headers=headers or None,
+                            partition=partition, timestamp_ms=ts)
+        pending.append((fut, key, value, headers, now_ns(), ts))
+    try:
+        producer.flush(10)
+    except Exception as exc:  # a failed batch surfaces on its future below
+        run.truth["notes"].append(f"{label}: flush raised {type(exc).__name__}: {exc}")
+    out = []
+    for fut, key, value, headers, t0, ts in pending:
+        try:
+            md = fut.get(timeout=10)
+            entry = dict(client=label, topic=md.topic, partition=md.partition,
+                         offset=md.offset, **record_fields(key, value, headers),
+                         timestamp_ms=ts, delivery_report_timestamp=[None, md.timestamp],
+                         produce_call_ts_ns=t0, delivery_report_ts_ns=now_ns(), error=None)
+        except Exception as exc:
+            err = type(exc).__name__
+            if getattr(exc, "errno", None) is not None:
+                err += f" ({exc.errno})"
+            entry = dict(client=label, topic=topic, partition=partition, offset=None,
+                         **record_fields(key, value, headers), timestamp_ms=ts,
+                         delivery_report_timestamp=None, produce_call_ts_ns=t0,
+                         delivery_report_ts_ns=now_ns(), error=err)
+        entry.update(extra)
+        run.add_produced(**entry)
+        out.append(entry)
+    return out
+
+
+def kp_consume(run: Run, consumer: Any, label: str, want: int) -> int:
+    got = 0
+    for m in consumer:
+        run.add_consumed(label, m.topic, m.partition, m.offset, m.key, m.value,
+                         [(k, v) for k, v in (m.headers or [])], m.timestamp)
+        run.truth["consumed"][-1]["timestamp_type"] = (
+            None if m.timestamp_type is None else TIMESTAMP_TYPES.get(m.timestamp_type + 1))
+        got += 1
+        if got == want:
+            break
+    if got < want:
+        run.truth["notes"].append(f"{label} received {got} of {want} records before timeout")
+    return got
+
+
+def scenario_kafka_python_codecs() -> Run:
+    import kafka
+    from kafka import KafkaConsumer, KafkaProducer
+
+    codecs = ["gzip", "snappy", "lz4", "zstd"]
+    run = Run("kafka_python_codecs",
+              "Four kafka-python producers, one per compression codec (gzip, snappy, lz4, "
+              "zstd), each write 5 compressible records (headers, one null key) as one "
+              "record batch to its own partition of ks-kp-codecs (partition i = codecs[i]); "
+              "a consumer-group member reads all 20 back (Fetch responses carry the "
+              "kafka-python batches the mock stored, unchanged apart from base offset and "
+              "leader epoch).")
+    run.truth["client_library"] = {"name": "kafka-python", "version": kafka.__version__,
+                                   "api_version": list(KAFKA_PYTHON_API_VERSION)}
+    kafka_python_codec_shims(run)
+    run.truth["notes"] += [
+        "kafka-python runs with api_version=(2, 3) as in the kafka_python capture (the mock's "
+        "ApiVersions v4 answer breaks its bootstrap otherwise): Produce v7, record batches "
+        "magic 2 (DefaultRecordBatchBuilder).",
+        "snappy framing: kafka-python writes snappy with the xerial framing (Java's "
+        "SnappyOutputStream layout) also inside magic-2 batches: kafka.codec.snappy_encode() "
+        "defaults to xerial_compatible=True, 32 KiB blocks; the compressed records of the "
+        "snappy batch therefore start with 82 53 4e 41 50 50 59 00 (\\x82SNAPPY\\0), then "
+        "int32 version 1, int32 compatible 1, then int32-length-prefixed raw snappy blocks. "
+        "librdkafka writes raw snappy (see librdkafka_compression).",
+        "lz4: LZ4 frame from python-lz4 (block_linked=False, content size present); zstd: "
+        "zstandard frame with content size; gzip: level 9 gzip member.",
+        "kafka-python 3 is idempotent by default with acks=all: each producer starts with "
+        "InitProducerId and its batch carries that producer id, epoch 0, base sequence 0.",
+    ]
+    run.create_topic("ks-kp-codecs", len(codecs))
+    run.truth["compression_by_partition"] = dict(enumerate(codecs))
+    common = {"bootstrap_servers": run.cluster.bootstrap_servers,
+              "api_version": KAFKA_PYTHON_API_VERSION, "request_timeout_ms": 5000}
+    run.start_capture()
+    with run.log.kafka_python("kafka-python"):
+        for part, codec in enumerate(codecs):
+            label = f"ks-kp-{codec}"
+            producer = KafkaProducer(client_id=label, acks="all", compression_type=codec,
+                                     linger_ms=200, **common)
+            msgs = [(None if i == 3 else f"kp-{codec}-{i}".encode(),
+                     (f"kafka-python {codec} record {i}: "
+                      + "pack my box with five dozen liquor jugs " * 8).encode(),
+                     [("codec", codec.encode()), ("i", b"%d" % i)]) for i in range(5)]
+            kp_send_all(run, producer, label, "ks-kp-codecs", msgs, partition=part,
+                        compression=codec, magic=2)
+            producer.close(5)
+        settle()
+        consumer = KafkaConsumer("ks-kp-codecs", client_id="ks-kp-codecs-consumer",
+                                 group_id="ks-kp-codecs-group", auto_offset_reset="earliest",
+                                 enable_auto_commit=False, fetch_max_wait_ms=100,
+                                 consumer_timeout_ms=15000, **common)
+        kp_consume(run, consumer, "ks-kp-codecs-consumer", len(codecs) * 5)
+        consumer.commit()
+        consumer.close()
+        settle()
+    run.stop_capture()
+    return run
+
+
+def scenario_kafka_python_legacy() -> Run:
+    import kafka
+    from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+
+    sections = [((0, 10), 1, 0), ((0, 9), 0, 1)]  # api_version, magic, partition
+    codecs: list[str | None] = [None, "gzip", "snappy", "lz4"]
+    run = Run("kafka_python_legacy",
+              "Old message formats from kafka-python: with api_version=(0, 10) (Produce v2, "
+              "message format magic 1, KIP-32 timestamps) and with api_version=(0, 9) (Produce "
+              "v1, magic 0), one producer per codec (none, gzip, snappy, lz4), 3 records each "
+              "(ks-legacy partition 0 = magic 1, partition 1 = magic 0). The mock stores "
+              "uncompressed magic 0/1 message sets but rejects every compressed one with "
+              "UNSUPPORTED_VERSION (35): the compressed wrapper messages are on the wire in the "
+              "Produce requests only. Then a (0, 10) consumer reads partition 0 (Fetch v2) and "
+              "a (0, 9) consumer reads partition 1 (Fetch v1), without a group.",
+              num_brokers=1)
+    run.truth["client_library"] = {"name": "kafka-python", "version": kafka.__version__,
+                                   "api_version": [[0, 10], [0, 9]]}
+    kafka_python_codec_shims(run)
+    run.truth["notes"] += [
+        "Mock (librdkafka 2.16): magic 0/1 message sets are accepted only uncompressed "
+        "(offsets assigned, records served back by Fetch); a Produce whose message set is a "
+        "compressed magic 0/1 wrapper is answered with error 35 UNSUPPORTED_VERSION and not "
+        "stored. kafka-python does not retry it (retries=0): one Produce per codec and "
+        "section, records with error UnsupportedVersionError and offset null.",
+        "Wire formats written by kafka-python (kafka.record.legacy_records): inner "
+        "messages carry offsets 0..n-1 (relative for magic 1, KIP-31); the wrapper message "
+        "has offset 0, null key and, for magic 1, timestamp 0 (CreateTime), not the last "
+        "inner offset / max timestamp Java writes; gzip is level 9; snappy is "
+        "xerial-framed (\\x82SNAPPY\\0, version 1, compatible 1, int32-length blocks); lz4 for "
+        "magic 1 is a correct LZ4 frame, for magic 0 the pre-0.10 framing "
+        "(kafka.codec.lz4_encode_old_kafka: content-size flag cleared, header checksum "
+        "computed over magic + descriptor, KAFKA-3160).",
+        "Magic 0 records have no timestamp: timestamp_ms is null for them; the magic 1 "
+        "records carry CreateTime timestamp_ms.",
+        "api_version=(0, 10) starts every connection with ApiVersions v0; (0, 9) sends no "
+        "ApiVersions (Metadata v0 first).",
+    ]
+    run.create_topic("ks-legacy", 2)
+    run.truth["magic_by_partition"] = {"0": 1, "1": 0}
+    bs = run.cluster.bootstrap_servers
+    run.start_capture()
+    with run.log.kafka_python("kafka-python"):
+        for api_version, magic, part in sections:
+            for codec in codecs:
+                name = codec or "none"
+                label = f"ks-legacy-m{magic}-{name}"
+                producer = KafkaProducer(client_id=label, bootstrap_servers=bs,
+                                         api_version=api_version, acks=1, retries=0,
+                                         linger_ms=200, compression_type=codec,
+                                         request_timeout_ms=5000, max_block_ms=5000)
+                msgs = [(None if i == 1 else f"m{magic}-{name}-{i}".encode(),
+                         (f"magic {magic} {name} record {i}: "
+                          + "sphinx of black quartz, judge my vow " * 4).encode(), [])
+                        for i in range(3)]
+                kp_send_all(run, producer, label, "ks-legacy", msgs, partition=part,
+                            with_timestamps=magic == 1, compression=name, magic=magic,
+                            api_version=list(api_version))
+                producer.close(5)
+        settle()
+        for api_version, magic, part in sections:
+            label = f"ks-legacy-reader-m{magic}"
+            consumer = KafkaConsumer(client_id=label, bootstrap_servers=bs,
+                                     api_version=api_version, auto_offset_reset="earliest",
+                                     enable_auto_commit=False, group_id=None,
+                                     fetch_max_wait_ms=100, consumer_timeout_ms=8000,
+                                     request_timeout_ms=5000)
+            consumer.assign([TopicPartition("ks-legacy", part)])
+            want = sum(1 for m in run.truth["produced"]
+                       if m["partition"] == part and m["error"] is None)
+            kp_consume(run, consumer, label, want)
+            consumer.close()
+        settle()
+    run.stop_capture()
+    return run
+
+
+# --------------------------------------------------------------------------- idempotence
+
+
+_RDK_PID = re.compile(r"Acquired PID\{Id:(?P<pid>-?\d+),Epoch:(?P<epoch>-?\d+)\}")
+_RDK_PRODUCE_BATCH = re.compile(
+    r"\]: (?P<broker>\S+): (?P<topic>\S+) \[(?P<part>\d+)\]: Produce MessageSet with "
+    r"(?P<cnt>\d+) message\(s\) \((?P<bytes>\d+) bytes, ApiVersion (?P<ver>\d+), "
+    r"MsgVersion (?P<mv>\d+), MsgId (?P<msgid>\d+), BaseSeq (?P<seq>-?\d+), "
+    r"PID\{Id:(?P<pid>-?\d+),Epoch:(?P<epoch>-?\d+)\}, (?P<codec>\w+)\)")
+_RDK_BATCH_OUTCOME = re.compile(
+    r"\]: (?P<broker>\S+): (?P<topic>\S+) \[(?P<part>\d+)\]: MessageSet with (?P<cnt>\d+) "
+    r"message\(s\) \(MsgId (?P<msgid>\d+), BaseSeq (?P<seq>-?\d+)\) "
+    r"(?P<outcome>delivered|encountered error: .*)$")
+
+
+def scenario_librdkafka_idempotent() -> Run:
+    from confluent_kafka import Consumer, Producer, TopicPartition
+
+    run = Run("librdkafka_idempotent",
+              "Idempotent confluent-kafka producer (enable.idempotence=true, acks=all): "
+              "InitProducerId, then two waves of Produce to the 3 partitions of ks-idem "
+              "(wave 1: 3 records per partition, wave 2: 2 records per partition with "
+              "headers); every record batch carries the producer id, epoch 0 and the base "
+              "sequence of its first record. The first Produce request is failed with "
+              "NOT_LEADER_OR_FOLLOWER (6) and retried: the retry carries the same producer "
+              "id, epoch and base sequence. A group-less consumer reads everything back.")
+    run.truth["client_library"] = confluent_version()
+    run.create_topic("ks-idem", 3)
+    idem: dict[str, Any] = {"producer_id": None, "producer_epoch": None, "acquired": []}
+    batches: list[dict[str, Any]] = []
+
+    def on_pid(label: str, m: re.Match[str], ts: int) -> None:
+        idem["acquired"].append({"client": label, "producer_id": int(m["pid"]),
+                                 "producer_epoch": int(m["epoch"]), "logged_ts_ns": ts})
+        idem["producer_id"], idem["producer_epoch"] = int(m["pid"]), int(m["epoch"])
+
+    def on_batch(label: str, m: re.Match[str], ts: int) -> None:
+        batches.append({"client": label, "connection": m["broker"],
+                        "broker_port": _broker_port(m["broker"]),
+                        "topic": m["topic"], "partition": int(m["part"]),
+                        "record_count": int(m["cnt"]), "message_set_bytes": int(m["bytes"]),
+                        "produce_api_version": int(m["ver"]), "magic": int(m["mv"]),
+                        "first_msg_id": int(m["msgid"]), "base_sequence": int(m["seq"]),
+                        "producer_id": int(m["pid"]), "producer_epoch": int(m["epoch"]),
+                        "compression": m["codec"], "outcome": None, "logged_ts_ns": ts})
+
+    def on_outcome(label: str, m: re.Match[str], ts: int) -> None:
+        for b in batches:
+            if (b["connection"], b["topic"], b["partition"], b["first_msg_id"],
+                    b["base_sequence"]) == (m["broker"], m["topic"], int(m["part"]),
+                                            int(m["msgid"]), int(m["seq"])) \
+                    and b["outcome"] is None:
+                b["outcome"] = m["outcome"]
+                break
+
+    run.log.watchers += [(_RDK_PID, on_pid), (_RDK_PRODUCE_BATCH, on_batch),
+                         (_RDK_BATCH_OUTCOME, on_outcome)]
+    run.start_capture()
+    run.inject("request_errors", api_key=0, error_codes=[6], scope="cluster",
+               effect="the first Produce request fails with NOT_LEADER_OR_FOLLOWER; the "
+                      "idempotent producer retries the same batch (same PID/epoch/BaseSeq)")
+    label = "ks-idem-producer"
+    producer = Producer(rdkafka_conf(run, label, debug="protocol,eos,msg", **{
+        "enable.idempotence": True, "linger.ms": 50, "retry.backoff.ms": 50}))
+    seq: Counter[int] = Counter()
+    for wave, (n, with_headers) in enumerate([(3, False), (2, True)], start=1):
+        msgs = []
+        parts = []
+        for p in range(3):
+            for i in range(n):
+                msgs.append((b"idem-w%d-p%d-%d" % (wave, p, i),
+                             b"idempotent wave %d partition %d record %d" % (wave, p, i),
+                             [("wave", b"%d" % wave), ("seq", b"%d" % seq[p])]
+                             if with_headers else []))
+                parts.append(p)
+                seq[p] += 1
+        n0 = len(run.truth["produced"])
+        rdkafka_produce_all(run, producer, label, "ks-idem", msgs,
+                            partition_for=lambda i, parts=parts: parts[i])
+        check_flush(producer)
+        for m in run.truth["produced"][n0:]:
+            m["wave"] = wave
+    producer.poll(0.1)
+    del producer
+    # sequence numbers: librdkafka numbers each partition's records 0, 1, 2 ... in
+    # produce() order (msgid - epoch base msgid): wave 1 records 0-2, wave 2 records 3-4.
+    for m in run.truth["produced"]:
+        _, wave, _part, i = bytes.fromhex(m["key_hex"]).decode().split("-")
+        m["sequence"] = int(i) + (3 if wave == "w2" else 0)
+        m["producer_id"] = idem["producer_id"]
+        m["producer_epoch"] = idem["producer_epoch"]
+    settle()
+    consumer = Consumer(rdkafka_conf(run, "ks-idem-reader", **{
+        "group.id": "ks-idem-reader", "enable.auto.commit": False, "fetch.wait.max.ms": 100}))
+    consumer.assign([TopicPartition("ks-idem", p, 0) for p in range(3)])
+    rdkafka_consume(run, consumer, "ks-idem-reader", len(run.truth["produced"]))
+    consumer.close()
+    settle()
+    run.stop_capture()
+    run.truth["idempotence"] = idem
+    run.truth["produce_batches"] = batches
+    run.truth["notes"] += [
+        "idempotence and produce_batches come from librdkafka's eos/msg debug logs "
+        "(\"Acquired PID{...}\", \"Produce MessageSet with N message(s) (... BaseSeq S, "
+        "PID{Id:..,Epoch:..}, ...)\" and the batch outcome line); a batch retried after an "
+        "error appears twice with the same base_sequence.",
+        "produced[].sequence is the record's sequence number (its batch's base sequence + "
+        "its offset delta): librdkafka numbers each partition's records 0, 1, 2 ... in "
+        "produce() order; partitions are fresh and written only by this producer, so it "
+        "also equals the record's offset.",
+    ]
+    return run
+
+
+# --------------------------------------------------------------------------- TLS
+
+
+TLS_PORT = 9093
+TLS_SNI = "broker1.kafka.test"
+_TLS_VERSION_NAMES = {0x0304: "TLSv1.3", 0x0303: "TLSv1.2", 0x0302: "TLSv1.1",
+                      0x0301: "TLSv1.0", 0x0300: "SSLv3"}
+
+
+def parse_client_hello(msg: bytes) -> dict[str, Any]:
+    """Fields of a TLS ClientHello handshake message (4-byte handshake header included)."""
+    if not msg or msg[0] != 1:
+        raise ValueError("not a ClientHello")
+    body = msg[4:4 + int.from_bytes(msg[1:4], "big")]
+    legacy_version = int.from_bytes(body[0:2], "big")
+    p = 34
+    p += 1 + body[p]
+    cs_len = int.from_bytes(body[p:p + 2], "big")
+    ciphers = [int.from_bytes(body[p + 2 + i:p + 4 + i], "big") for i in range(0, cs_len, 2)]
+    p += 2 + cs_len
+    p += 1 + body[p]
+    end = p + 2 + int.from_bytes(body[p:p + 2], "big")
+    p += 2
+    ext_types: list[int] = []
+    sni = None
+    versions: list[int] = []
+    while p + 4 <= end:
+        etype = int.from_bytes(body[p:p + 2], "big")
+        elen = int.from_bytes(body[p + 2:p + 4], "big")
+        val = body[p + 4:p + 4 + elen]
+        p += 4 + elen
+        ext_types.append(etype)
+        if etype == 0 and len(val) >= 5 and val[2] == 0:
+            sni = val[5:5 + int.from_bytes(val[3:5], "big")].decode()
+        elif etype == 43 and val:
+            versions = [int.from_bytes(val[1 + i:3 + i], "big") for i in range(0, val[0], 2)]
+    offered = versions or [legacy_version]
+    return {"legacy_version": _TLS_VERSION_NAMES.get(legacy_version, hex(legacy_version)),
+            "supported_versions_extension": [_TLS_VERSION_NAMES.get(v, hex(v))
+                                             for v in versions] or None,
+            "versions_offered": [_TLS_VERSION_NAMES.get(v, hex(v)) for v in offered],
+            "sni": sni, "cipher_suite_count": len(ciphers),
+            "extension_types": ext_types, "client_hello_bytes": len(msg)}
+
+
+def make_self_signed_cert(directory: Path) -> dict[str, Any]:
+    """A self-signed EC P-256 certificate for TLS_SNI (cryptography, else ``openssl req``)."""
+    cert, key = directory / "broker.pem", directory / "broker.key"
+    try:
+        from cryptography import x509
+        from cryptography.hazmat.primitives import hashes, serialization
+        from cryptography.hazmat.primitives.asymmetric import ec
+        from cryptography.x509.oid import NameOID
+
+        pkey = ec.generate_private_key(ec.SECP256R1())
+        name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, TLS_SNI)])
+        now = dt.datetime.now(dt.timezone.utc)
+        crt = (x509.CertificateBuilder().subject_name(name).issuer_name(name)
+               .public_key(pkey.public_key()).serial_number(x509.random_serial_number())
+               .not_valid_before(now - dt.timedelta(minutes=5))
+               .not_valid_after(now + dt.timedelta(days=2))
+               .add_extension(x509.SubjectAlternativeName([x509.DNSName(TLS_SNI)]), False)
+               .add_extension(x509.BasicConstraints(ca=True, path_length=None), True)
+               .sign(pkey, hashes.SHA256()))
+        cert.write_bytes(crt.public_bytes(serialization.Encoding.PEM))
+        key.write_bytes(pkey.private_bytes(serialization.Encoding.PEM,
+                                           serialization.PrivateFormat.PKCS8,
+                                           serialization.NoEncryption()))
+        tool = "cryptography"
+    except ImportError:
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
+                        "ec_paramgen_curve:prime256v1", "-nodes", "-days", "2",
+                        "-subj", f"/CN={TLS_SNI}", "-addext", f"subjectAltName=DNS:{TLS_SNI}",
+                        "-keyout", str(key), "-out", str(cert)],
+                       check=True, capture_output=True)
+        tool = "openssl req"
+    return {"cert": cert, "key": key,
+            "summary": {"subject": f"CN={TLS_SNI}", "subject_alt_names": [f"DNS:{TLS_SNI}"],
+                        "key": "EC P-256", "self_signed": True, "generated_with": tool,
+                        "note": "generated at run time, not kept"}}
+
+
+def parse_kafka_request_header(frame: bytes) -> dict[str, Any]:
+    """api_key, api_version, correlation_id, client_id of a size-prefixed request frame."""
+    size = int.from_bytes(frame[0:4], "big", signed=True)
+    api_key = int.from_bytes(frame[4:6], "big", signed=True)
+    ver = int.from_bytes(frame[6:8], "big", signed=True)
+    corr = int.from_bytes(frame[8:12], "big", signed=True)
+    clen = int.from_bytes(frame[12:14], "big", signed=True)
+    client_id = None if clen < 0 else frame[14:14 + clen].decode(errors="replace")
+    return {"frame_size": size, "api_key": api_key, "api_name": api_name(api_key),
+            "api_version": ver, "correlation_id": corr, "client_id": client_id}
+
+
+class TlsServer(threading.Thread):
+    """A Python ``ssl`` server on 127.0.0.1:TLS_PORT recording each connection's ClientHello.
+
+    For every connection: TLS handshake, then read one size-prefixed Kafka request from
+    inside the TLS stream (header recorded), then close. Handled one at a time.
+    """
+
+    def __init__(self, cert: Path, key: Path) -> None:
+        super().__init__(name="tls-server", daemon=True)
+        import socket
+        import ssl
+
+        self.ssl = ssl
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+        ctx.load_cert_chain(str(cert), str(key))
+        ctx.sni_callback = self._on_sni
+        ctx._msg_callback = self._on_msg  # type: ignore[attr-defined]  # CPython debug hook
+        self.ctx = ctx
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", TLS_PORT))
+        self.sock.listen(8)
+        self.sock.settimeout(0.2)
+        self.stop_event = threading.Event()
+        self.connections: list[dict[str, Any]] = []
+        self._current: dict[str, Any] | None = None
+
+    def _on_sni(self, _sslobj: Any, server_name: str | None, _ctx: Any) -> None:
+        if self._current is not None:
+            self._current["sni_seen_by_server"] = server_name
+
+    def _on_msg(self, _conn: Any, direction: str, _version: Any, content_type: Any,
+                msg_type: Any, data: bytes) -> None:
+        ssl = self.ssl
+        if self._current is None or direction != "read":
+            return
+        if content_type == ssl._TLSContentType.HANDSHAKE \
+                and msg_type == ssl._TLSMessageType.CLIENT_HELLO \
+                and "client_hello" not in self._current:
+            try:
+                self._current["client_hello"] = parse_client_hello(bytes(data))
+            except Exception as exc:  # record, never break the handshake
+                self._current["client_hello"] = {"parse_error": repr(exc)}
+
+    def run(self) -> None:
+        import socket
+
+        while not self.stop_event.is_set():
+            try:
+                raw, addr = self.sock.accept()
+            except socket.timeout:
+                continue
+            entry: dict[str, Any] = {"client_port": addr[1], "accepted_ts_ns": now_ns()}
+            self._current = entry
+            raw.settimeout(5)
+            tls = self.ctx.wrap_socket(raw, server_side=True, do_handshake_on_connect=False)
+            try:
+                tls.do_handshake()
+                entry.update(handshake="completed", negotiated_version=tls.version(),
+                             cipher=tls.cipher()[0], handshake_done_ts_ns=now_ns())
+                buf = b""
+                while len(buf) < 4 or len(buf) < 4 + int.from_bytes(buf[:4], "big"):
+                    chunk = tls.recv(65536)
+                    if not chunk:
+                        break
+                    buf += chunk
+                if len(buf) >= 14:
+                    entry["kafka_request_inside_tls"] = parse_kafka_request_header(buf)
+                    entry["kafka_request_inside_tls"]["read_ts_ns"] = now_ns()
+            except Exception as exc:
+                entry.setdefault("handshake", f"failed: {exc!r}")
+                entry["error"] = repr(exc)
+            finally:
+                self._current = None
+                self.connections.append(entry)
+                try:
+                    tls.close()
+                except OSError:
+                    pass
+
+    def stop(self) -> None:
+        self.stop_event.set()
+        self.join(5)
+        self.sock.close()
+
+
+_TLS_RDKAFKA_CLIENT = r'''
+import sys
+from confluent_kafka import Producer
+p = Producer({"bootstrap.servers": sys.argv[1], "security.protocol": "SSL",
+              "ssl.ca.location": sys.argv[2], "client.id": "ks-tls-librdkafka",
+              "debug": "security,protocol,broker", "enable.metrics.push": False,
+              "reconnect.backoff.ms": 10000, "reconnect.backoff.max.ms": 10000})
+p.poll(float(sys.argv[3]))
+'''
+
+
+class TlsRun:
+    """The TLS scenario: no mock cluster, a Python TLS server on TLS_PORT."""
+
+    def __init__(self, name: str, description: str) -> None:
+        import ssl
+
+        self.name = name
+        self.tcpdump: Tcpdump | None = None
+        self.truth: dict[str, Any] = {
+            "format": TRUTH_FORMAT, "scenario": name, "description": description,
+            "generated_by": "captures/make_captures.py",
+            "generated_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+            "pcap": f"{name}.pcap", "client_library": {},
+            "tls_server": {"implementation": "Python ssl (make_captures.TlsServer)",
+                           "openssl": ssl.OPENSSL_VERSION, "port": TLS_PORT,
+                           "minimum_version": "TLSv1.2"},
+            "broker_ports": [TLS_PORT], "capture": {}, "tls_connections": [],
+            "produced": [], "consumed": [], "requests": [], "notes": [],
+        }
+        _ACTIVE_RUNS.append(self)  # type: ignore[arg-type]
+
+    def abort(self) -> None:
+        if self.tcpdump is not None and self.tcpdump.proc is not None \
+                and self.tcpdump.proc.poll() is None:
+            self.tcpdump.proc.kill()
+            self.tcpdump.proc.wait()
+
+    def finish(self) -> Path:
+        path = CAPTURES / f"{self.name}.truth.json"
+        path.write_text(dump_truth(self.truth))
+        return path
+
+
+def scenario_tls_handshake() -> TlsRun:
+    import ssl
+    import tempfile
+
+    run = TlsRun("tls_handshake",
+                 f"Kafka over TLS on 127.0.0.1:{TLS_PORT} (a Python ssl server with a "
+                 f"self-signed certificate for {TLS_SNI}; no Kafka broker behind it). Three "
+                 "connections, each with SNI broker1.kafka.test: (1) librdkafka "
+                 "(confluent-kafka, security.protocol=SSL) offering TLS 1.3 and 1.2, full "
+                 "handshake, then its ApiVersions request encrypted; the server reads it and "
+                 "closes; (2) Python ssl client limited to TLS 1.2 (no supported_versions "
+                 "extension), sends an ApiVersions v0 request inside TLS; (3) Python ssl client "
+                 "offering only TLS 1.3, same request. Nothing Kafka is readable on the wire.")
+    run.truth["client_library"] = {**confluent_version(), "python_ssl": ssl.OPENSSL_VERSION}
+    with tempfile.TemporaryDirectory(prefix="ks-tls-") as tmp:
+        tmpdir = Path(tmp)
+        cert = make_self_signed_cert(tmpdir)
+        run.truth["tls_server"]["certificate"] = cert["summary"]
+        hosts = tmpdir / "hosts"
+        hosts.write_text(f"127.0.0.1 localhost\n127.0.0.1 {TLS_SNI}\n")
+        server = TlsServer(cert["cert"], cert["key"])
+        server.start()
+        run.tcpdump = Tcpdump(CAPTURES / f"{run.name}.pcap", [TLS_PORT])
+        run.tcpdump.start()
+        run.truth["capture"].update({
+            "interface": "lo", "bpf_filter": run.tcpdump.bpf,
+            "command": " ".join(run.tcpdump.argv[:-1] + [repr(run.tcpdump.bpf)]),
+            "started_ts_ns": run.tcpdump.started_ts_ns})
+        clients: list[dict[str, Any]] = []
+        # (1) librdkafka in a private mount namespace whose /etc/hosts names TLS_SNI, so
+        # librdkafka connects by that name and puts it in the SNI (nothing changes outside).
+        argv = ["unshare", "-m", "sh", "-c",
+                'mount --bind "$0" /etc/hosts && exec "$@"', str(hosts), sys.executable,
+                "-c", _TLS_RDKAFKA_CLIENT, f"{TLS_SNI}:{TLS_PORT}", str(cert["cert"]), "2.0"]
+        t0 = now_ns()
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+        log_lines = [ln for ln in proc.stderr.splitlines()
+                     if re.search(r"SSL|TLS|Sent |Received |Connected|Disconnected|"
+                                  r"handshake|certificate|failed", ln)]
+        clients.append({"client": "librdkafka", "client_id": "ks-tls-librdkafka",
+                        "how": "confluent-kafka Producer, security.protocol=SSL, "
+                               f"bootstrap.servers={TLS_SNI}:{TLS_PORT}, ssl.ca.location="
+                               "the self-signed certificate",
+                        "started_ts_ns": t0, "exit_code": proc.returncode,
+                        "client_log_excerpts": log_lines[:60]})
+        if proc.returncode != 0:
+            raise SystemExit(f"librdkafka TLS client failed ({proc.returncode}): "
+                             f"{proc.stderr[-2000:]}")
+        time.sleep(0.3)
+        # (2) and (3): Python ssl clients with a fixed version range
+        import socket
+
+        request = b"".join([(18).to_bytes(2, "big"), (0).to_bytes(2, "big"),
+                            (1).to_bytes(4, "big"), len(b"ks-tls-python").to_bytes(2, "big"),
+                            b"ks-tls-python"])
+        frame = len(request).to_bytes(4, "big") + request
+        for label, vmin, vmax in [("python-ssl-tls12", ssl.TLSVersion.TLSv1_2,
+                                   ssl.TLSVersion.TLSv1_2),
+                                  ("python-ssl-tls13", ssl.TLSVersion.TLSv1_3,
+                                   ssl.TLSVersion.TLSv1_3)]:
+            ctx = ssl.create_default_context(cafile=str(cert["cert"]))
+            ctx.minimum_version, ctx.maximum_version = vmin, vmax
+            t0 = now_ns()
+            with socket.create_connection(("127.0.0.1", TLS_PORT), timeout=5) as raw:
+                with ctx.wrap_socket(raw, server_hostname=TLS_SNI) as tls:
+                    local_port = raw.getsockname()[1] if raw.fileno() >= 0 else None
+                    version = tls.version()
+                    tls.sendall(frame)
+                    try:
+                        tls.recv(1)  # the server closes after reading the request
+                    except (ssl.SSLError, OSError):
+                        pass
+            clients.append({"client": label, "client_id": "ks-tls-python",
+                            "how": f"Python ssl client, versions {vmin.name}..{vmax.name}, "
+                                   f"server_hostname={TLS_SNI}",
+                            "started_ts_ns": t0, "local_port": local_port,
+                            "negotiated_version": version,
+                            "kafka_request_sent_inside_tls": {
+                                "api_key": 18, "api_name": "ApiVersions", "api_version": 0,
+                                "correlation_id": 1, "client_id": "ks-tls-python",
+                                "frame_hex": frame.hex()}})
+            time.sleep(0.3)
+        stats = run.tcpdump.stop()
+        server.stop()
+    run.truth["capture"].update({"stopped_ts_ns": run.tcpdump.stopped_ts_ns,
+                                 "tcpdump_stats": stats})
+    for i, entry in enumerate(server.connections):
+        entry["client"] = clients[i]["client"] if i < len(clients) else None
+    run.truth["tls_connections"] = server.connections
+    run.truth["clients"] = clients
+    run.truth["notes"] += [
+        "tls_connections is what the TLS server saw, one entry per accepted connection in "
+        "order: client_hello is parsed from the ClientHello handshake message handed to the "
+        "server by OpenSSL (ssl.SSLContext._msg_callback), kafka_request_inside_tls is the "
+        "header of the first Kafka request the server decrypted. Nothing is taken from the pcap.",
+        "versions_offered: the supported_versions extension if present, else the "
+        "ClientHello's legacy_version.",
+        "The server closes each connection after reading one request (close_notify alert, "
+        "FIN). librdkafka logs \"SSL connection closed by peer\" (it would reconnect after "
+        "10 s); its poll() returns on that error event and the client process exits. The "
+        "kafka requests inside TLS are not in 'requests' (a decoder cannot see them).",
+        "librdkafka ran in a private mount namespace (unshare -m) with /etc/hosts bind-"
+        f"mounted to a file naming {TLS_SNI} = 127.0.0.1, so it connects by that name and "
+        "sends it as SNI; the host's /etc/hosts is untouched.",
+    ]
+    return run
+
+
+def check_tls(name: str) -> dict[str, Any]:
+    """tshark: no truncated packet; the ClientHellos' SNI and versions equal the truth."""
+    truth = json.loads((CAPTURES / f"{name}.truth.json").read_text())
+    pcap = CAPTURES / f"{name}.pcap"
+    out = subprocess.run(
+        ["tshark", "-r", str(pcap), "-n", "-T", "fields", "-E", "separator=|",
+         "-e", "frame.len", "-e", "frame.cap_len", "-e", "tcp.stream",
+         "-e", "tls.handshake.type", "-e", "tls.handshake.extensions_server_name",
+         "-e", "tls.handshake.extensions.supported_version"],
+        capture_output=True, text=True, check=True).stdout
+    packets = truncated = 0
+    hellos = []
+    streams = set()
+    for line in out.splitlines():
+        flen, clen, stream, htype, sni, versions = line.split("|")
+        packets += 1
+        truncated += flen != clen
+        streams.add(stream)
+        if "1" in htype.split(","):
+            hellos.append((sni, versions))
+    problems = []
+    if truncated:
+        problems.append(f"{truncated} truncated packets")
+    want = [c.get("client_hello", {}).get("sni") for c in truth["tls_connections"]]
+    if [h[0] for h in hellos] != want:
+        problems.append(f"ClientHello SNI {hellos} != truth {want}")
+    summary = {"pcap_bytes": pcap.stat().st_size, "packets": packets,
+               "tcp_streams": len(streams), "client_hellos": hellos, "problems": problems}
+    if problems:
+        raise SystemExit(f"{name}: " + "; ".join(problems))
+    return summary
+
+
 # --------------------------------------------------------------------------- check
 
 
@@ -1631,7 +2410,13 @@ SCENARIOS: dict[str, Callable[[], Run]] = {
     "librdkafka_transactions": scenario_librdkafka_transactions,
     "librdkafka_kip848": scenario_librdkafka_kip848,
     "librdkafka_share": scenario_librdkafka_share,
+    # added with the record-data / codec / TLS work (the 12 above are committed as is)
+    "kafka_python_codecs": scenario_kafka_python_codecs,
+    "kafka_python_legacy": scenario_kafka_python_legacy,
+    "librdkafka_idempotent": scenario_librdkafka_idempotent,
+    "tls_handshake": scenario_tls_handshake,  # type: ignore[dict-item]
 }
+CHECKS: dict[str, Callable[[str], dict[str, Any]]] = {"tls_handshake": check_tls}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -1640,7 +2425,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--list", action="store_true", help="list scenario names")
     parser.add_argument("--check", action="store_true",
                         help="only cross-check existing captures with tshark")
+    parser.add_argument("--crafted", action="store_true",
+                        help="run captures/craft_captures.py instead (the crafted captures: "
+                             "crafted_sasl, crafted_records, crafted_kafka07; no root needed)")
     args = parser.parse_args(argv)
+    if args.crafted:
+        sys.path.insert(0, str(CAPTURES))
+        import craft_captures
+
+        return craft_captures.main(args.scenarios + (["--list"] if args.list else [])
+                                   + (["--check"] if args.check else []))
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     if args.list:
         print("\n".join(SCENARIOS))
@@ -1652,7 +2446,7 @@ def main(argv: list[str] | None = None) -> int:
         log.warning("not root: tcpdump may fail to open the loopback interface")
     if args.check:
         for name in args.scenarios or list(SCENARIOS):
-            print(name, json.dumps(check_capture(name)))
+            print(name, json.dumps(CHECKS.get(name, check_capture)(name)))
         return 0
     for noisy in ("kafka", "aiokafka"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
@@ -1668,7 +2462,8 @@ def main(argv: list[str] | None = None) -> int:
             raise
         path = run.finish()
         if shutil.which("tshark"):
-            log.info("%s: tshark check %s", name, json.dumps(check_capture(name)))
+            log.info("%s: tshark check %s", name,
+                     json.dumps(CHECKS.get(name, check_capture)(name)))
         pcap = CAPTURES / f"{name}.pcap"
         log.info("%s: %s (%d bytes), %s, %d requests logged, %.1f s", name, pcap.name,
                  pcap.stat().st_size, path.name, len(run.truth["requests"]),
