@@ -29,13 +29,19 @@ class InputOptions:
     detect: bool
     max_frame_bytes: int
     definitions: str | None
+    max_uncompressed_bytes: int = 64 * 1024 * 1024
+    show_secrets: bool = False
+    wire_format: str = "auto"
 
-    def pipeline_options(self):
+    def pipeline_options(self, **extra):
         from kafkasniff.pipeline import PipelineOptions
 
         return PipelineOptions(ports=frozenset(self.ports), detect=self.detect,
                                max_frame_bytes=self.max_frame_bytes,
-                               definitions_dir=self.definitions)
+                               definitions_dir=self.definitions,
+                               max_uncompressed_bytes=self.max_uncompressed_bytes,
+                               show_secrets=self.show_secrets, wire_format=self.wire_format,
+                               **extra)
 
 
 def input_options(func):
@@ -55,19 +61,33 @@ def input_options(func):
         click.option("--definitions", type=click.Path(file_okay=False, exists=True),
                      default=None, help="Directory of generated definitions to decode with "
                                         "(default: the installed ones)."),
+        click.option("--max-uncompressed-bytes", type=click.IntRange(1024),
+                     default=64 * 1024 * 1024, show_default=True,
+                     help="Largest decompressed size of one record batch; beyond it the batch "
+                          "is reported (decompression_limit), not decoded."),
+        click.option("--wire-format", type=click.Choice(["auto", "modern", "0.7"]),
+                     default="auto", show_default=True,
+                     help="Kafka wire format: recognise 0.8+ and pre-0.8 (0.7) traffic "
+                          "automatically, or force one."),
+        click.option("--show-secrets", is_flag=True,
+                     help="Show SASL passwords, SCRAM proofs, OAuth and GSSAPI tokens and "
+                          "delegation-token HMACs instead of redacting them."),
     ]
     for o in reversed(opts):
         func = o(func)
     return func
 
 
-def _inputs(files, read_files, ports, detect, max_frame_bytes, definitions) -> InputOptions:
+def _inputs(files, read_files, ports, detect, max_frame_bytes, definitions,
+            max_uncompressed_bytes=64 * 1024 * 1024, wire_format="auto",
+            show_secrets=False) -> InputOptions:
     sources = list(read_files) + list(files)
     if not sources:
         raise click.UsageError("no capture given: pass FILE... or -r FILE ('-' for stdin)")
     if sources.count("-") > 1:
         raise click.UsageError("stdin ('-') can be read only once")
-    return InputOptions(sources, tuple(ports), detect, max_frame_bytes, definitions)
+    return InputOptions(sources, tuple(ports), detect, max_frame_bytes, definitions,
+                        max_uncompressed_bytes, show_secrets, wire_format)
 
 
 class _Progress:
@@ -172,15 +192,22 @@ def _summary_line(stats, shown: int | None = None) -> str:
 @click.option("--strict", is_flag=True, help="Exit 1 if any warning or error issue was found.")
 @click.option("--color/--no-color", default=None, help="Colour errors (default: on a terminal).")
 @click.option("-q", "--quiet", is_flag=True, help="No summary line on stderr.")
-def read(files, read_files, ports, detect, max_frame_bytes, definitions, as_json, api, client,
-         topic, errors_only, min_latency, count, no_issues, strict, color, quiet):
+@click.option("--records", "with_records", is_flag=True,
+              help="Decode and show every record (partition, offset, timestamp, key, value, "
+                   "headers), not only batch summaries.")
+@click.option("--value-bytes", type=click.IntRange(0), default=256, show_default=True,
+              help="Bytes of each record key/value shown (0: everything).")
+def read(files, read_files, ports, detect, max_frame_bytes, definitions, max_uncompressed_bytes,
+         wire_format, show_secrets, as_json, api, client, topic, errors_only, min_latency, count, no_issues,
+         strict, color, quiet, with_records, value_bytes):
     """Print every exchange: one line each, or JSON Lines with --json."""
     from kafkasniff.output.render import (exchange_line, exchange_to_dict, issue_line,
-                                          issue_to_dict)
+                                          issue_to_dict, record_lines)
     from kafkasniff.pairing.exchange import Exchange
     from kafkasniff.pipeline import Pipeline, analyze
 
-    inp = _inputs(files, read_files, ports, detect, max_frame_bytes, definitions)
+    inp = _inputs(files, read_files, ports, detect, max_frame_bytes, definitions,
+                  max_uncompressed_bytes, wire_format, show_secrets)
     keep = _filters(api, client, topic, errors_only, min_latency)
     show_issues = not no_issues and keep is None
     if color is None:
@@ -190,16 +217,20 @@ def read(files, read_files, ports, detect, max_frame_bytes, definitions, as_json
     bad = 0
     out = sys.stdout
     try:
-        pipe = Pipeline(inp.pipeline_options())
+        pipe = Pipeline(inp.pipeline_options(with_records=with_records))
         for rec in analyze(inp.sources, pipeline=pipe, on_progress=progress):
             if type(rec) is Exchange:
                 bad += sum(1 for i in rec.issues if i.severity != "info")
                 if keep is not None and not keep(rec):
                     continue
                 if as_json:
-                    out.write(json.dumps(exchange_to_dict(rec), ensure_ascii=False))
+                    out.write(json.dumps(exchange_to_dict(rec, value_bytes), ensure_ascii=False))
                 else:
                     out.write(exchange_line(rec, color))
+                    if with_records:
+                        for line in record_lines(rec, value_bytes):
+                            out.write("\n")
+                            out.write(line)
                 out.write("\n")
                 shown += 1
                 if count is not None and shown >= count:
@@ -230,14 +261,16 @@ def read(files, read_files, ports, detect, max_frame_bytes, definitions, as_json
 @click.option("--top", type=click.IntRange(1), default=20, show_default=True,
               help="Rows per table.")
 @click.option("--strict", is_flag=True, help="Exit 1 if any warning or error issue was found.")
-def stats(files, read_files, ports, detect, max_frame_bytes, definitions, as_json, top, strict):
+def stats(files, read_files, ports, detect, max_frame_bytes, definitions, max_uncompressed_bytes,
+          wire_format, show_secrets, as_json, top, strict):
     """Latency percentiles, errors, throttling and bytes per API, client_id, broker and topic."""
     from kafkasniff.pairing.exchange import Exchange
     from kafkasniff.pipeline import Pipeline, analyze
     from kafkasniff.stats.aggregate import Aggregator
     from kafkasniff.stats.report import render_report
 
-    inp = _inputs(files, read_files, ports, detect, max_frame_bytes, definitions)
+    inp = _inputs(files, read_files, ports, detect, max_frame_bytes, definitions,
+                  max_uncompressed_bytes, wire_format, show_secrets)
     agg = Aggregator()
     progress = _Progress(enabled=True)
     try:

@@ -50,6 +50,16 @@ class IssueKind(StrEnum):
     BODY_DECODE_ERROR = "body_decode_error"
     TRAILING_BYTES = "trailing_bytes"
     SPEC_DEPARTURE = "spec_departure"                # null in a non-nullable field, bad UTF-8 ...
+    # record data (message sets, record batches)
+    CRC_MISMATCH = "crc_mismatch"
+    DECOMPRESSION_ERROR = "decompression_error"
+    DECOMPRESSION_LIMIT = "decompression_limit"      # a batch would decompress beyond the limit
+    TRUNCATED_BATCH = "truncated_batch"              # cut where it should be whole (not a Fetch tail)
+    RECORD_DECODE_ERROR = "record_decode_error"
+    UNKNOWN_MAGIC = "unknown_magic"
+    UNKNOWN_CODEC = "unknown_codec"
+    # encrypted traffic on a Kafka port: reported, not decoded
+    TLS_CONNECTION = "tls_connection"
     # pairing
     UNANSWERED_REQUEST = "unanswered_request"
     ORPHAN_RESPONSE = "orphan_response"

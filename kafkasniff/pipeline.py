@@ -27,6 +27,8 @@ from kafkasniff.pairing.exchange import Exchange
 from kafkasniff.protocol.detect import looks_like_request_stream, request_validator
 from kafkasniff.protocol.framing import ACCEPT, DEFAULT_MAX_FRAME_BYTES, NEED_MORE
 from kafkasniff.protocol.schema import Definitions, load_definitions
+from kafkasniff.protocol.legacy07 import looks_like_07_request_stream
+from kafkasniff.protocol.tls import looks_like_tls, parse_hello
 from kafkasniff.tcp.types import StreamClosed, StreamData, StreamGap, TcpConnection
 
 DEFAULT_PORTS = frozenset({9092})
@@ -49,6 +51,12 @@ class PipelineOptions:
         idle_timeout_s: connections idle this long (capture time) are closed.
         max_ooo_bytes: out-of-order bytes buffered per direction before declaring a gap.
         definitions_dir: generated definitions to use (``None``: the installed ones).
+        with_records: decode every record (keys, values, headers) of record batches, not only
+            the batch headers (``read --records``, ``export --records``).
+        max_uncompressed_bytes: bound on one batch's decompressed size (default 64 MiB).
+        show_secrets: keep SASL passwords, proofs and tokens instead of redacting them.
+        wire_format: ``"auto"`` (recognise Kafka 0.8+ and the 0.7 wire format), ``"modern"``
+            (0.8+ only) or ``"0.7"`` (force the pre-0.8 format).
     """
 
     ports: frozenset[int] = DEFAULT_PORTS
@@ -59,6 +67,10 @@ class PipelineOptions:
     idle_timeout_s: int = 3600
     max_ooo_bytes: int = 4 * 1024 * 1024
     definitions_dir: str | None = None
+    with_records: bool = False
+    max_uncompressed_bytes: int = 64 * 1024 * 1024
+    show_secrets: bool = False
+    wire_format: str = "auto"
 
 
 @dataclass(slots=True)
@@ -71,6 +83,8 @@ class PipelineStats:
         tcp_segments: TCP segments handed to reassembly.
         kafka_connections / other_connections: TCP connections recognised as Kafka or not.
         other_bytes: payload bytes of non-Kafka connections.
+        tls_connections: connections that start with TLS (not decoded).
+        kafka07_connections: Kafka connections in the 0.7 wire format.
         exchanges: exchanges by status.
         issues: issues by kind.
         first_ts_ns / last_ts_ns: time span of the packets.
@@ -83,6 +97,8 @@ class PipelineStats:
     kafka_connections: int = 0
     other_connections: int = 0
     other_bytes: int = 0
+    tls_connections: int = 0
+    kafka07_connections: int = 0
     exchanges: Counter = field(default_factory=Counter)
     issues: Counter = field(default_factory=Counter)
     first_ts_ns: int = 0
@@ -106,11 +122,15 @@ CLOSED = _NotKafka()
 
 
 class _Undecided:
-    """First bytes of a connection on no broker port, kept until it is recognised (bounded)."""
+    """First bytes of a connection, kept (bounded) until they say what it carries.
 
-    __slots__ = ("events", "sizes", "data")
+    ``client_dir`` is known (0/1) when one endpoint is on a broker port, else -1.
+    """
 
-    def __init__(self) -> None:
+    __slots__ = ("events", "sizes", "data", "client_dir")
+
+    def __init__(self, client_dir: int = -1) -> None:
+        self.client_dir = client_dir
         self.events: list = []
         self.sizes = [0, 0]
         self.data = [bytearray(), bytearray()]
@@ -133,8 +153,11 @@ class Pipeline:
 
         self.options = options or PipelineOptions()
         self.defs = defs or load_definitions(self.options.definitions_dir)
-        self.ctx = PairingContext.create(self.defs, max_frame_bytes=self.options.max_frame_bytes,
-                                         max_pending=self.options.max_pending)
+        o = self.options
+        self.ctx = PairingContext.create(self.defs, max_frame_bytes=o.max_frame_bytes,
+                                         max_pending=o.max_pending, with_records=o.with_records,
+                                         max_uncompressed_bytes=o.max_uncompressed_bytes,
+                                         show_secrets=o.show_secrets)
         self.reassembler = TcpReassembler(max_ooo_bytes=self.options.max_ooo_bytes,
                                           max_connections=self.options.max_connections,
                                           idle_timeout_ns=self.options.idle_timeout_s * 10**9)
@@ -193,6 +216,9 @@ class Pipeline:
                 continue
             if app is CLOSED:
                 continue
+            if type(app) is _Tls:
+                out.extend(self._tls_event(conn, app, ev))
+                continue
             if type(app) is _Undecided:
                 out.extend(self._undecided(conn, app, ev))
                 continue
@@ -239,17 +265,23 @@ class Pipeline:
         a_broker = conn.a_port in ports
         b_broker = conn.b_port in ports
         if a_broker != b_broker:
-            return self._make_kafka(conn, client_dir=1 if a_broker else 0)
-        if not self.options.detect:
+            conn.app = _Undecided(client_dir=1 if a_broker else 0)
+        elif self.options.detect:
+            conn.app = _Undecided(client_dir=-1)
+        else:
             conn.app = NOT_KAFKA
             self.stats.other_connections += 1
-            return NOT_KAFKA
-        conn.app = _Undecided()
         return conn.app
 
-    def _make_kafka(self, conn: TcpConnection, client_dir: int) -> KafkaConnection:
+    def _make_kafka(self, conn: TcpConnection, client_dir: int, wire: str = "modern"):
         mid = not conn.handshake_seen
-        app = KafkaConnection(self.ctx, conn, client_dir, mid_stream=mid)
+        if wire == "0.7":
+            from kafkasniff.pairing.legacy07 import Kafka07Connection
+
+            app = Kafka07Connection(self.ctx, conn, client_dir, mid_stream=mid)
+            self.stats.kafka07_connections += 1
+        else:
+            app = KafkaConnection(self.ctx, conn, client_dir, mid_stream=mid)
         conn.app = app
         self.stats.kafka_connections += 1
         if mid:
@@ -267,7 +299,8 @@ class Pipeline:
         return out
 
     def _decide(self, conn: TcpConnection, app: _Undecided, ev) -> list:
-        """Buffer the first bytes of a connection until one direction looks like requests."""
+        """Buffer the first bytes of a connection until they say what it carries: Kafka (and
+        which side is the client), Kafka 0.7, TLS, or something else."""
         app.events.append(ev)
         t = type(ev)
         if t is StreamData:
@@ -276,49 +309,128 @@ class Pipeline:
             app.sizes[ev.direction] += len(ev.data)
         elif t is StreamGap:
             app.sizes[ev.direction] = max(app.sizes[ev.direction], ev.offset + ev.length)
-        verdict, client_dir = self._detect(conn, app, final=t is StreamClosed)
-        if verdict == NEED_MORE and t is not StreamClosed:
-            if max(len(app.data[0]), len(app.data[1])) < DETECT_WINDOW_BYTES:
-                return []
-            verdict, client_dir = self._detect(conn, app, final=True)
-        if verdict != ACCEPT:
+        final = t is StreamClosed or \
+            max(len(app.data[0]), len(app.data[1])) >= DETECT_WINDOW_BYTES
+        kind, client_dir = self._detect(conn, app, final)
+        if kind == "wait":
+            return []
+        if kind == "tls":
+            tls = _Tls(app.client_dir, bytes(app.data[0]), bytes(app.data[1]))
+            conn.app = tls
+            self.stats.tls_connections += 1
+            if app.client_dir < 0:
+                self.stats.other_connections += 1
+            return self._tls_closed(conn, tls, ev) if t is StreamClosed else []
+        if kind == "other":
             conn.app = NOT_KAFKA
             self.stats.other_connections += 1
             self.stats.other_bytes += sum(len(e.data) for e in app.events if type(e) is StreamData)
             return []
-        kafka = self._make_kafka(conn, client_dir)
+        kafka = self._make_kafka(conn, client_dir, "0.7" if kind == "kafka07" else "modern")
         out: list = []
         for e in app.events:
             out.extend(self._to_kafka(kafka, e))
         return out
 
-    def _detect(self, conn: TcpConnection, app: _Undecided, final: bool) -> tuple[int, int]:
-        """(ACCEPT | REJECT | NEED_MORE, client direction)."""
-        order = (0, 1)
+    def _detect(self, conn: TcpConnection, app: _Undecided, final: bool) -> tuple[str, int]:
+        """``(kind, client direction)``; kind is ``kafka``, ``kafka07``, ``tls``, ``other`` or
+        ``wait`` (more bytes needed)."""
+        for d in (0, 1):
+            data = app.data[d]
+            if data and (looks_like_tls(bytes(data[:5 + 4])) or
+                         (not conn.handshake_seen and _tls_record_header(data))):
+                return "tls", -1
+        wire = self.options.wire_format
+        known = app.client_dir
         waiting = False
-        for d in order:
+        for d in ((known,) if known >= 0 else (0, 1)):
             data = bytes(app.data[d])
             if not data:
                 waiting = True
                 continue
-            v = looks_like_request_stream(self.defs, data, self._validator)
-            if v == ACCEPT:
-                return ACCEPT, d
-            if v == NEED_MORE:
-                waiting = True
+            # 0.7 first: its check is exact (sizes must add up to the frame), while the 0.8+
+            # check accepts a 0.7 FETCH whose topic is 1-4 bytes long (read as a version)
+            if wire != "modern":
+                v = looks_like_07_request_stream(data)
+                if v == ACCEPT:
+                    return "kafka07", d
+                waiting |= v == NEED_MORE
+            if wire != "0.7":
+                v = looks_like_request_stream(self.defs, data, self._validator)
+                if v == ACCEPT:
+                    return "kafka", d
+                waiting |= v == NEED_MORE
         if waiting and not final:
-            return NEED_MORE, -1
-        if not conn.handshake_seen:
+            return "wait", -1
+        if known >= 0:  # on a broker port: Kafka, even if its first bytes do not parse
+            return ("kafka07" if wire == "0.7" else "kafka"), known
+        if not conn.handshake_seen and wire != "0.7":
             # joined mid-frame: look for two chained plausible requests inside the window
-            for d in order:
+            for d in (0, 1):
                 data = bytes(app.data[d])
                 for pos in range(1, max(0, len(data) - 14)):
                     if self._validator(data, pos, False) == ACCEPT and \
                             looks_like_request_stream(self.defs, data[pos:], self._validator) == ACCEPT:
                         size = int.from_bytes(data[pos:pos + 4], "big", signed=True)
                         if pos + 4 + size + 14 <= len(data):  # the chain was really checked
-                            return ACCEPT, d
-        return (NEED_MORE, -1) if not final else (0, -1)
+                            return "kafka", d
+        return ("other", -1) if final else ("wait", -1)
+
+    def _tls_event(self, conn: TcpConnection, tls: "_Tls", ev) -> list:
+        """Keep the first bytes of each direction of a TLS connection until its hellos parse;
+        report the connection when it closes."""
+        if type(ev) is StreamData:
+            buf = tls.data[ev.direction]
+            if len(buf) < TLS_HELLO_BYTES and ev.offset == len(buf):
+                buf += ev.data[:TLS_HELLO_BYTES - len(buf)]
+            return []
+        if type(ev) is StreamClosed:
+            return self._tls_closed(conn, tls, ev)
+        return []
+
+    def _tls_closed(self, conn: TcpConnection, tls: "_Tls", ev) -> list:
+        if tls.client_dir < 0:
+            return []  # TLS on no broker port: counted, not reported as a Kafka connection
+        client = parse_hello(bytes(tls.data[tls.client_dir]))
+        server = parse_hello(bytes(tls.data[1 - tls.client_dir]))
+        parts = []
+        if client is not None:
+            parts.append(f"client offers {client.version()}")
+            if client.sni:
+                parts.append(f"SNI {client.sni}")
+            if client.alpn:
+                parts.append("ALPN " + ",".join(client.alpn))
+        if server is not None:
+            parts.append(f"server selected {server.version()}")
+        msg = "TLS connection (not decoded as Kafka)" + (": " + ", ".join(parts) if parts else "")
+        conn.tls = {"client_hello": client.to_json() if client else None,
+                    "server_hello": server.to_json() if server else None}
+        issue = DecodeIssue(IssueKind.TLS_CONNECTION, Severity.INFO, msg, conn.first_ts_ns,
+                            conn.conn_id, conn.endpoint(tls.client_dir),
+                            conn.endpoint(1 - tls.client_dir))
+        return [issue]
+
+
+_TLS_CONTENT_TYPES = (20, 21, 22, 23)
+TLS_HELLO_BYTES = 16 * 1024
+
+
+def _tls_record_header(data) -> bool:
+    """A TLS record header (any content type) at the start of ``data``: what a connection
+    joined mid-stream shows (application data records)."""
+    return len(data) >= 5 and data[0] in _TLS_CONTENT_TYPES and data[1] == 3 and data[2] <= 4 \
+        and 0 < (data[3] << 8 | data[4]) <= 2**14 + 2048
+
+
+class _Tls:
+    """A TLS connection on a broker port (or found by detection): its first bytes per
+    direction, to read the ClientHello and ServerHello."""
+
+    __slots__ = ("client_dir", "data")
+
+    def __init__(self, client_dir: int, data0: bytes, data1: bytes) -> None:
+        self.client_dir = client_dir
+        self.data = [bytearray(data0[:TLS_HELLO_BYTES]), bytearray(data1[:TLS_HELLO_BYTES])]
 
 
 def analyze(sources: Iterable, options: PipelineOptions | None = None,

@@ -2,8 +2,10 @@
 
 JSON conventions (documented in ``docs/json.md``): Kafka field names in snake_case, integers
 as JSON numbers (signed), uuids as Kafka's text form, ``bytes`` fields as base64 strings,
-``records`` fields as ``{"size_bytes": N}``, unknown tagged fields as
-``{"tag": N, "data": base64}``, times as integer ``*_ns`` (ns since epoch, UTC).
+``records`` fields as ``{"size_bytes": N, "batches": [...]}`` (each batch's header fields, and
+its records when decoded with ``--records``), unknown tagged fields as
+``{"tag": N, "data": base64}``, secrets as ``{"redacted": what, "size_bytes": N}``, times as
+integer ``*_ns`` (ns since epoch, UTC).
 """
 
 from __future__ import annotations
@@ -13,26 +15,81 @@ import datetime as _dt
 
 from kafkasniff.issues import DecodeIssue
 from kafkasniff.pairing.exchange import Exchange, Message
+from kafkasniff.output.values import DEFAULT_MAX_BYTES, describe_bytes
 from kafkasniff.protocol.primitives import RawRecords
 
 JSON_SCHEMA_VERSION = 1
 
 
-def jsonable(value):
-    """Convert a decoded value tree to JSON-ready types (bytes -> base64, records -> size)."""
+def jsonable(value, max_value_bytes: int = DEFAULT_MAX_BYTES):
+    """Convert a decoded value tree to JSON-ready types (bytes -> base64, records -> batches,
+    secrets -> their redaction marker). ``max_value_bytes`` caps shown record keys/values."""
     t = type(value)
     if t is dict:
-        return {k: jsonable(v) for k, v in value.items()}
+        return {k: jsonable(v, max_value_bytes) for k, v in value.items()}
     if t is list:
-        return [jsonable(v) for v in value]
+        return [jsonable(v, max_value_bytes) for v in value]
     if t is bytes or t is bytearray or t is memoryview:
         return base64.b64encode(bytes(value)).decode("ascii")
     if t is RawRecords:
-        return {"size_bytes": value.size_bytes}
+        return records_to_dict(value, max_value_bytes)
+    to_json = getattr(value, "to_json", None)
+    if to_json is not None:
+        return to_json()
     return value
 
 
-def message_to_dict(msg: Message | None) -> dict | None:
+def records_to_dict(raw: RawRecords, max_value_bytes: int = DEFAULT_MAX_BYTES) -> dict:
+    """A ``records`` field: its size, and its batches once decoded."""
+    out: dict = {"size_bytes": raw.size_bytes}
+    rs = raw.decoded
+    if rs is not None:
+        out["batches"] = [batch_to_dict(b, max_value_bytes) for b in rs.batches]
+        if rs.partial_tail_bytes:
+            out["partial_tail_bytes"] = rs.partial_tail_bytes
+    return out
+
+
+def batch_to_dict(b, max_value_bytes: int = DEFAULT_MAX_BYTES) -> dict:
+    """One record batch (or magic 0/1 message) with its header fields, and its records when
+    they were decoded."""
+    out = {
+        "magic": b.magic, "base_offset": b.base_offset, "last_offset": b.last_offset,
+        "record_count": b.record_count, "codec": b.codec, "batch_bytes": b.batch_bytes,
+        "compressed_bytes": b.compressed_bytes, "uncompressed_bytes": b.uncompressed_bytes,
+        "timestamp_type": b.timestamp_type, "base_timestamp_ms": b.base_timestamp_ms,
+        "max_timestamp_ms": b.max_timestamp_ms, "producer_id": b.producer_id,
+        "producer_epoch": b.producer_epoch, "base_sequence": b.base_sequence,
+        "partition_leader_epoch": b.partition_leader_epoch, "transactional": b.transactional,
+        "control": b.control, "delete_horizon": b.delete_horizon, "crc": b.crc,
+        "crc_ok": b.crc_ok, "partial": b.partial,
+    }
+    if b.records is not None:
+        out["records"] = [record_to_dict(r, max_value_bytes) for r in b.records]
+    return out
+
+
+def record_to_dict(r, max_value_bytes: int = DEFAULT_MAX_BYTES) -> dict:
+    """One record: offset, timestamp, key/value/headers shown by the display rules."""
+    out = {"offset": r.offset, "timestamp_ms": r.timestamp_ms,
+           "key": describe_bytes(r.key, max_value_bytes),
+           "value": describe_bytes(r.value, max_value_bytes),
+           "headers": [{"key": k, "value": describe_bytes(v, max_value_bytes)}
+                       for k, v in r.headers]}
+    if r.control is not None:
+        out["control"] = r.control
+    return out
+
+
+def records_summary_to_dict(summary) -> dict | None:
+    """An exchange's :class:`RecordsSummary` as a dict (``None`` when it has no records)."""
+    if summary is None:
+        return None
+    return {k: (list(v) if isinstance(v, tuple) else v)
+            for k, v in ((f, getattr(summary, f)) for f in summary.__dataclass_fields__)}
+
+
+def message_to_dict(msg: Message | None, max_value_bytes: int = DEFAULT_MAX_BYTES) -> dict | None:
     """A :class:`Message` as a JSON-ready dict, ``None`` when not captured."""
     if msg is None:
         return None
@@ -43,7 +100,7 @@ def message_to_dict(msg: Message | None) -> dict | None:
         "stream_offset": msg.stream_offset,
         "complete": msg.complete,
         "header": jsonable(msg.header),
-        "body": jsonable(msg.body) if msg.body is not None else None,
+        "body": jsonable(msg.body, max_value_bytes) if msg.body is not None else None,
     }
     if msg.missing_bytes:
         out["missing_bytes"] = msg.missing_bytes
@@ -52,7 +109,7 @@ def message_to_dict(msg: Message | None) -> dict | None:
     return out
 
 
-def exchange_to_dict(ex: Exchange) -> dict:
+def exchange_to_dict(ex: Exchange, max_value_bytes: int = DEFAULT_MAX_BYTES) -> dict:
     """An :class:`Exchange` as the JSON object of ``read --json`` (see docs/json.md)."""
     return {
         "type": "exchange",
@@ -72,8 +129,9 @@ def exchange_to_dict(ex: Exchange) -> dict:
         "topics": list(ex.topics),
         "inferred": ex.inferred,
         "assumed_version": ex.assumed_version,
-        "request": message_to_dict(ex.request),
-        "response": message_to_dict(ex.response),
+        "records": records_summary_to_dict(ex.records),
+        "request": message_to_dict(ex.request, max_value_bytes),
+        "response": message_to_dict(ex.response, max_value_bytes),
         "issues": [i.to_dict() for i in ex.issues],
     }
 
@@ -101,10 +159,15 @@ def format_ms(ns: int | None) -> str:
 
 def exchange_line(ex: Exchange, color: bool = False) -> str:
     """One console line per exchange, like ``read`` prints it."""
+    name = ex.api_name if ex.api_version < 0 else f"{ex.api_name} v{ex.api_version}"
     parts = [format_ts(ex.ts_ns), f"{ex.client} -> {ex.broker}",
-             repr(ex.client_id) if ex.client_id is not None else "-",
-             f"{ex.api_name} v{ex.api_version}" if ex.api_key >= 0 else "Unknown",
-             f"corr={ex.correlation_id}", format_ms(ex.latency_ns)]
+             repr(ex.client_id) if ex.client_id is not None else "-", name]
+    if ex.correlation_id >= 0 or ex.api_key >= 0 and ex.api_version >= 0:
+        parts.append(f"corr={ex.correlation_id}")
+    parts.append(format_ms(ex.latency_ns))
+    sasl = _sasl_note(ex)
+    if sasl:
+        parts.append(sasl)
     if ex.status != "paired":
         parts.append(f"[{ex.status}{', inferred' if ex.inferred else ''}]")
     if ex.errors:
@@ -118,9 +181,72 @@ def exchange_line(ex: Exchange, color: bool = False) -> str:
         shown = list(ex.topics[:5])
         more = f"+{len(ex.topics) - 5}" if len(ex.topics) > 5 else ""
         parts.append("topics=" + ",".join(shown) + more)
+    if ex.records is not None:
+        parts.append(records_summary_line(ex.records))
     if ex.issues:
         parts.append(f"issues={','.join(sorted({str(i.kind) for i in ex.issues}))}")
     return "  ".join(parts)
+
+
+def _sasl_note(ex: Exchange) -> str:
+    """``sasl=SCRAM-SHA-256 user=bob`` for SaslAuthenticate and raw SASL token exchanges."""
+    if ex.api_key not in (36, -2) or ex.request is None or not ex.request.body:
+        return ""
+    desc = ex.request.body.get("auth_bytes") if ex.api_key == 36 else ex.request.body
+    if not isinstance(desc, dict):
+        return ""
+    text = f"sasl={desc.get('mechanism') or '?'}"
+    if desc.get("username"):
+        text += f" user={desc['username']}"
+    return text
+
+
+def records_summary_line(r) -> str:
+    """``records=5 batches=1 gzip 812B->2100B offsets=0-4 pid=7 txn`` for a console line."""
+    text = f"records={r.records} batches={r.batches}"
+    codecs = [c for c in r.codecs if c != "none"]
+    if codecs:
+        text += " " + "/".join(codecs)
+        if r.uncompressed_bytes is not None:
+            text += f" {r.compressed_bytes}B->{r.uncompressed_bytes}B"
+    if r.first_offset is not None and r.first_offset >= 0:
+        text += f" offsets={r.first_offset}-{r.last_offset}"
+    if r.producer_ids:
+        text += " pid=" + ",".join(str(p) for p in r.producer_ids[:3])
+    if r.transactional:
+        text += " txn"
+    if r.control:
+        text += " control"
+    if r.crc_errors:
+        text += f" crc_errors={r.crc_errors}"
+    if r.partial:
+        text += " partial"
+    return text
+
+
+def record_lines(ex: Exchange, max_value_bytes: int = DEFAULT_MAX_BYTES) -> list[str]:
+    """Indented lines, one per record of the exchange (``read --records``)."""
+    from kafkasniff.output.values import short
+
+    out = []
+    for loc in ex.record_fields:
+        rs = loc.records.decoded
+        if rs is None:
+            continue
+        where = loc.topic or loc.topic_id or "?"
+        for b in rs.batches:
+            for r in b.records or ():
+                ts = format_ts(r.timestamp_ms * 1_000_000) if r.timestamp_ms and r.timestamp_ms > 0 else "-"
+                line = (f"    {where}[{loc.partition}] @{r.offset} {ts} "
+                        f"key={short(describe_bytes(r.key, max_value_bytes))} "
+                        f"value={short(describe_bytes(r.value, max_value_bytes))}")
+                if r.headers:
+                    line += " headers=" + ",".join(
+                        f"{k}:{short(describe_bytes(v, max_value_bytes), 24)}" for k, v in r.headers)
+                if r.control is not None:
+                    line += f" control={r.control.get('type_name')}"
+                out.append(line)
+    return out
 
 
 def issue_line(issue: DecodeIssue) -> str:

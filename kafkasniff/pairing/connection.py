@@ -13,23 +13,34 @@ inferred when exactly one API's response layout fits the whole frame.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import struct
+from dataclasses import dataclass, field, replace
 
 from kafkasniff.errors import DecodeError
 from kafkasniff.issues import DecodeIssue, IssueKind, Severity
 from kafkasniff.pairing.exchange import (NO_RESPONSE_EXPECTED, ORPHAN_RESPONSE, PAIRED,
                                          UNANSWERED, Exchange, Message)
+from kafkasniff.pairing.embedded import EmbeddedDecoder, embedded_topics
+from kafkasniff.pairing.record_data import RecordsLocator, RecordsSummary, decode_located
+from kafkasniff.pairing.sasl import Redacted, SaslSession, is_secret_api, redact_body
+from kafkasniff.pairing.record_data import summarize as summarize_records
 from kafkasniff.pairing.summary import Summarizer
 from kafkasniff.protocol.decoder import _STRICT_ERRORS, BodyDecoder, BodyResult
 from kafkasniff.protocol.detect import request_validator, response_validator
-from kafkasniff.protocol.framing import DEFAULT_MAX_FRAME_BYTES, Frame, Framer, FramerIssue
+from kafkasniff.protocol.lenient import BodyIssue
+from kafkasniff.protocol.framing import (ACCEPT, DEFAULT_MAX_FRAME_BYTES, Frame, Framer,
+                                         FramerIssue)
 from kafkasniff.protocol.headers import (RequestHeader, decode_request_header,
                                          decode_response_header, peek_correlation_id,
                                          peek_request_ids, response_header_version)
 from kafkasniff.protocol.schema import Definitions
 from kafkasniff.tcp.types import TcpConnection
 
+_SIZE = struct.Struct(">i")
 PRODUCE = 0
+SASL_HANDSHAKE, SASL_AUTHENTICATE = 17, 36
+SASL_TOKEN_API_KEY = -2   # pseudo api_key of a raw SASL token exchange (KIP-43)
+GROUP_APIS = (11, 14, 15)  # JoinGroup, SyncGroup, DescribeGroups carry the consumer protocol
 DEFAULT_MAX_PENDING = 10_000
 MAX_INFERRED_ORPHANS = 64       # per connection; later orphans are kept raw without trying
 ACKS0_HOLD_NS = 1_000_000_000   # how long an acks=0 Produce waits for an (unexpected) answer
@@ -67,6 +78,11 @@ class PairingContext:
     max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES
     max_pending: int = DEFAULT_MAX_PENDING
     infer_orphans: bool = True
+    with_records: bool = False
+    max_uncompressed_bytes: int = 64 * 1024 * 1024
+    show_secrets: bool = False
+    locator: RecordsLocator = field(default_factory=RecordsLocator)
+    embedded: EmbeddedDecoder | None = None
     _orphan_candidates: list = field(default_factory=list)
     _request_validator: object = None
 
@@ -79,7 +95,33 @@ class PairingContext:
     @classmethod
     def create(cls, defs: Definitions, **options) -> "PairingContext":
         """A context with a fresh decoder and summarizer for ``defs``."""
-        return cls(defs, BodyDecoder(defs), Summarizer(defs), **options)
+        ctx = cls(defs, BodyDecoder(defs), Summarizer(defs), **options)
+        ctx.embedded = EmbeddedDecoder(defs)
+        return ctx
+
+    def postprocess(self, api_key: int, version: int, is_response: bool, body: dict | None,
+                    request_body: dict | None = None, mechanism: str | None = None
+                    ) -> tuple[list[BodyIssue], RecordsSummary | None, tuple]:
+        """After a body decode: redact secrets (SASL tokens, SCRAM credentials, delegation
+        token HMACs, sensitive configs) unless ``show_secrets``, decode the consumer protocol in
+        group APIs and the record data in records fields.
+        Returns ``(issues, records summary, located records)``."""
+        if body is None:
+            return [], None, ()
+        redact_body(api_key, is_response, body, mechanism, self.show_secrets)
+        info = self.defs.apis.get(api_key)
+        issues = self.embedded.apply(api_key, is_response, body, request_body)
+        located = self.locator.find(
+            self.defs.plan(info.response if is_response else info.request, version), body)
+        if not located:
+            return issues, None, ()
+        names = self.summarizer.registry.names
+        located = [loc if loc.topic is not None or loc.topic_id not in names else
+                   replace(loc, topic=names[loc.topic_id]) for loc in located]
+        issues += decode_located(located, with_records=self.with_records,
+                                 max_uncompressed_bytes=self.max_uncompressed_bytes,
+                                 defs=self.defs, partial_is_issue=not is_response)
+        return issues, summarize_records(located), tuple(located)
 
     def orphan_candidates(self) -> list[tuple[int, object, list[tuple[int, int]]]]:
         """Distinct response layouts an orphan may have: ``(header_version, strict decoder,
@@ -103,6 +145,8 @@ class _Pending:
     result: BodyResult | None
     issues: list
     seq: int = 0
+    records: object = None
+    record_fields: tuple = ()
 
 
 class KafkaConnection:
@@ -117,7 +161,7 @@ class KafkaConnection:
 
     __slots__ = ("ctx", "tcp", "client_dir", "client", "broker", "framers", "pending",
                  "pending_count", "mid_stream", "synced_once", "exchanges", "orphans",
-                 "unanswered", "acks0", "requests")
+                 "unanswered", "acks0", "requests", "sasl", "sasl_tokens")
 
     def __init__(self, ctx: PairingContext, tcp: TcpConnection, client_dir: int,
                  mid_stream: bool) -> None:
@@ -130,9 +174,11 @@ class KafkaConnection:
         self.pending_count = 0
         self.mid_stream = mid_stream
         self.synced_once = [not mid_stream, not mid_stream]
-        req = Framer(ctx.request_validator(), min_frame_bytes=8,
+        # minimum size 0: raw SASL tokens (KIP-43) may be empty; shorter-than-header Kafka
+        # frames are then reported by the header decoders (hunting still uses validators)
+        req = Framer(ctx.request_validator(), min_frame_bytes=0,
                      max_frame_bytes=ctx.max_frame_bytes, synced=not mid_stream)
-        resp = Framer(response_validator(self.pending), min_frame_bytes=4,
+        resp = Framer(response_validator(self.pending), min_frame_bytes=0,
                       max_frame_bytes=ctx.max_frame_bytes, synced=not mid_stream)
         self.framers = [req, resp] if client_dir == 0 else [resp, req]
         self.exchanges = 0
@@ -142,6 +188,8 @@ class KafkaConnection:
         # peers (librdkafka's mock cluster) do; such an answer is paired and flagged.
         self.acks0: dict[int, _Pending] = {}
         self.requests = 0
+        self.sasl: SaslSession | None = None           # created at the first SASL request
+        self.sasl_tokens: list[Message] = []            # raw client tokens awaiting an answer
 
     # ------------------------------------------------------------------ events
     def on_data(self, direction: int, offset: int, data: bytes, ts_ns: int) -> list:
@@ -180,6 +228,9 @@ class KafkaConnection:
             severity, why = Severity.WARNING, "the broker closed the connection"
         else:
             severity, why = Severity.WARNING, f"the connection ended ({reason})"
+        for tok in self.sasl_tokens:
+            out.append(self._sasl_exchange(tok, None, UNANSWERED))
+        self.sasl_tokens.clear()
         for queue in self.pending.values():
             for p in queue:
                 out.append(self._unanswered(p, severity, f"no response before {why}"))
@@ -207,6 +258,17 @@ class KafkaConnection:
             if type(ev) is Frame:
                 self.synced_once[direction] = True
                 try:
+                    sasl = self.sasl
+                    if sasl is not None and sasl.raw_phase:
+                        if is_request and sasl.raw_client:
+                            if not self._looks_like_request(ev):
+                                out.extend(self._raw_token(ev, True))
+                                continue
+                            sasl.end_raw_phase()
+                        elif not is_request and sasl.server_frame_is_raw(ev.payload,
+                                                                         self.pending):
+                            out.extend(self._raw_token(ev, False))
+                            continue
                     out.extend(self._on_request(ev) if is_request else self._on_response(ev))
                 except Exception as exc:  # noqa: BLE001 - one bad frame must not stop the run
                     out.append(self.issue(IssueKind.INTERNAL_ERROR,
@@ -226,10 +288,39 @@ class KafkaConnection:
                                       length_bytes=ev.length_bytes))
         return out
 
+    def _looks_like_request(self, frame: Frame) -> bool:
+        head = _SIZE.pack(frame.size) + frame.payload[:600]
+        return self.ctx.request_validator()(head, 0, False) == ACCEPT
+
+    def _raw_token(self, frame: Frame, from_client: bool) -> list:
+        """A raw SASL token frame (after SaslHandshake v0): client tokens wait for the
+        broker's next token, which completes the exchange (api_key -2, ``SaslToken``)."""
+        desc = self.sasl.raw_token(from_client, frame.payload, self.ctx.show_secrets)
+        msg = Message(frame.size + 4, frame.first_ts_ns, frame.last_ts_ns, frame.stream_offset,
+                      {}, desc, None, not frame.missing_bytes, frame.missing_bytes, 0)
+        if from_client:
+            self.sasl_tokens.append(msg)
+            return []
+        request = self.sasl_tokens.pop(0) if self.sasl_tokens else None
+        return [self._sasl_exchange(request, msg, PAIRED if request else ORPHAN_RESPONSE)]
+
+    def _sasl_exchange(self, request: Message | None, response: Message | None,
+                       status: str) -> Exchange:
+        latency = None
+        if request is not None and response is not None:
+            latency = response.first_ts_ns - request.last_ts_ns
+        self.exchanges += 1
+        return Exchange(self.tcp.conn_id, self.client, self.broker, status, SASL_TOKEN_API_KEY,
+                        "SaslToken", -1, -1, None, request, response, latency)
+
     def _message(self, frame: Frame, header: dict, result: BodyResult | None, body_offset: int,
-                 payload: bytes) -> Message:
+                 payload: bytes, api_key: int | None = None) -> Message:
         body = result.value if result is not None else None
         raw = payload[body_offset:] if body is None else None
+        if raw is not None and api_key is not None and not self.ctx.show_secrets and \
+                is_secret_api(api_key):
+            body, raw = {"_raw_body": Redacted("undecoded body of a secret-bearing API",
+                                               len(raw))}, None
         complete = result.complete if result is not None else False
         return Message(frame.size + 4, frame.first_ts_ns, frame.last_ts_ns, frame.stream_offset,
                        header, body, raw, complete and not frame.missing_bytes,
@@ -270,16 +361,28 @@ class KafkaConnection:
                   "correlation_id": hdr.correlation_id, "client_id": hdr.client_id}
         if hdr.tagged_fields:
             header["_unknown_tagged_fields"] = hdr.tagged_fields
+        records, located = None, ()
         if hdr.header_version < 0:
             result = None
             issues = []
         else:
             result = ctx.decoder.decode(hdr.api_key, hdr.api_version, False, payload, hdr.size)
+            if result.value is not None:
+                if hdr.api_key in (SASL_HANDSHAKE, SASL_AUTHENTICATE) and self.sasl is None:
+                    self.sasl = SaslSession()
+                if hdr.api_key == SASL_HANDSHAKE:
+                    self.sasl.observe(hdr.api_key, hdr.api_version, False, result.value)
+                extra, records, located = ctx.postprocess(
+                    hdr.api_key, result.layout_version, False, result.value,
+                    mechanism=self.sasl.mechanism if self.sasl else None)
+                result.issues.extend(extra)
+                if self.sasl is not None and hdr.api_key != SASL_HANDSHAKE:
+                    self.sasl.observe(hdr.api_key, hdr.api_version, False, result.value)
             issues = self._body_issues(result, frame, self.client_dir, hdr.correlation_id,
                                        hdr.api_key, hdr.api_version)
-        msg = self._message(frame, header, result, hdr.size, payload)
+        msg = self._message(frame, header, result, hdr.size, payload, hdr.api_key)
         self.requests += 1
-        p = _Pending(hdr, msg, result, issues, self.requests)
+        p = _Pending(hdr, msg, result, issues, self.requests, records, located)
         out: list = self._release_acks0(frame.first_ts_ns - ACKS0_HOLD_NS) if self.acks0 else []
         if hdr.api_key == PRODUCE and result is not None and result.value is not None and \
                 result.value.get("acks") == 0:
@@ -392,9 +495,18 @@ class KafkaConnection:
             header["_unknown_tagged_fields"] = tagged
         result = self.ctx.decoder.decode(h.api_key, h.api_version, True, frame.payload,
                                          body_offset)
+        records, located = None, ()
+        if result.value is not None:
+            extra, records, located = self.ctx.postprocess(
+                h.api_key, result.layout_version, True, result.value,
+                p.result.value if p.result is not None else None,
+                mechanism=self.sasl.mechanism if self.sasl else None)
+            result.issues.extend(extra)
+            if self.sasl is not None and h.api_key in (SASL_HANDSHAKE, SASL_AUTHENTICATE):
+                self.sasl.observe(h.api_key, h.api_version, True, result.value)
         issues.extend(self._body_issues(result, frame, rdir, corr, h.api_key, h.api_version))
-        msg = self._message(frame, header, result, body_offset, frame.payload)
-        return [self._exchange(p, msg, result, PAIRED, issues)]
+        msg = self._message(frame, header, result, body_offset, frame.payload, h.api_key)
+        return [self._exchange(p, msg, result, PAIRED, issues, records, located)]
 
     def _orphan(self, frame: Frame, corr: int) -> Exchange:
         ctx = self.ctx
@@ -437,10 +549,14 @@ class KafkaConnection:
                                ts_ns=frame.first_ts_ns, direction=rdir,
                                stream_offset=frame.stream_offset, correlation_id=corr,
                                api_key=api_key, api_version=version)
-            result = BodyResult(value, True, [], version, None, len(payload))
-            msg = self._message(frame, {"correlation_id": corr}, result, body_offset, payload)
+            extra, records, located = ctx.postprocess(api_key, version, True, value)
+            result = BodyResult(value, True, extra, version, None, len(payload))
+            issues = [issue] + self._body_issues(result, frame, rdir, corr, api_key, version)
+            msg = self._message(frame, {"correlation_id": corr}, result, body_offset, payload,
+                                api_key)
             return self._build(api_key, version, corr, None, None, msg, None, result,
-                               ORPHAN_RESPONSE, [issue], inferred=True)
+                               ORPHAN_RESPONSE, issues, inferred=True, records=records,
+                               record_fields=located)
         why = ("inference skipped (too many orphans on this connection)" if not tried else
                "no API's response layout fits the frame" if not fits else
                f"{len(fits)} APIs' response layouts fit the frame "
@@ -453,15 +569,19 @@ class KafkaConnection:
         return self._build(-1, -1, corr, None, None, msg, None, None, ORPHAN_RESPONSE, [issue])
 
     def _exchange(self, p: _Pending, response: Message | None, rresult: BodyResult | None,
-                  status: str, issues: list) -> Exchange:
+                  status: str, issues: list, records: RecordsSummary | None = None,
+                  located: tuple = ()) -> Exchange:
         h = p.header
         return self._build(h.api_key, h.api_version, h.correlation_id, h.client_id, p.message,
-                           response, p.result, rresult, status, p.issues + issues)
+                           response, p.result, rresult, status, p.issues + issues,
+                           records=p.records or records,
+                           record_fields=p.record_fields + tuple(located))
 
     def _build(self, api_key: int, api_version: int, corr: int, client_id: str | None,
                request: Message | None, response: Message | None, qresult: BodyResult | None,
                rresult: BodyResult | None, status: str, issues: list,
-               inferred: bool = False) -> Exchange:
+               inferred: bool = False, records: RecordsSummary | None = None,
+               record_fields: tuple = ()) -> Exchange:
         ctx = self.ctx
         defs = ctx.defs
         info = defs.apis.get(api_key)
@@ -479,6 +599,11 @@ class KafkaConnection:
                 assumed = assumed if assumed is not None else rresult.assumed_version
             errors, throttle, topics, _ = ctx.summarizer.summarize(
                 qplan, qresult.value if qplan else None, rplan, rresult.value if rplan else None)
+            if api_key in GROUP_APIS:
+                more = embedded_topics(qresult.value if qplan else None) + \
+                    embedded_topics(rresult.value if rplan else None)
+                if more:
+                    topics = tuple(dict.fromkeys(topics + tuple(more)))
         latency = None
         if request is not None and response is not None:
             latency = response.first_ts_ns - request.last_ts_ns
@@ -486,4 +611,4 @@ class KafkaConnection:
         return Exchange(self.tcp.conn_id, self.client, self.broker, status, api_key,
                         defs.api_name(api_key) if api_key >= 0 else "Unknown", api_version, corr,
                         client_id, request, response, latency, errors, throttle, topics,
-                        inferred, assumed, tuple(issues))
+                        inferred, assumed, tuple(issues), records, record_fields)

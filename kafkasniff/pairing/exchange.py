@@ -14,7 +14,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from typing import TYPE_CHECKING
+
 from kafkasniff.issues import DecodeIssue
+
+if TYPE_CHECKING:
+    from kafkasniff.pairing.record_data import RecordsSummary
 
 PAIRED = "paired"
 NO_RESPONSE_EXPECTED = "no_response_expected"
@@ -73,6 +78,10 @@ class Exchange:
         inferred: the response layout of an orphan was inferred (exactly one API fit).
         assumed_version: a version the definitions do not know was decoded as this one.
         issues: the issues of this exchange (decode problems, gaps inside it ...).
+        records: the record data of the exchange, condensed (Produce request, Fetch /
+            ShareFetch / FetchSnapshot response), ``None`` when it carries none.
+        record_fields: every records field with its topic, partition and decoded batches
+            (:class:`kafkasniff.pairing.record_data.LocatedRecords`), in wire order.
     """
 
     conn_id: int
@@ -93,6 +102,8 @@ class Exchange:
     inferred: bool = False
     assumed_version: int | None = None
     issues: tuple[DecodeIssue, ...] = field(default=())
+    records: "RecordsSummary | None" = None
+    record_fields: tuple = ()
 
     @property
     def ts_ns(self) -> int:

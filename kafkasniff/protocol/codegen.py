@@ -117,7 +117,7 @@ def _emit_value(g: _Gen, out: list[str], ind: str, f: FieldPlan, target: str,
         elif kind == "bytes":
             out.append(f"{ind}    {target} = buf[pos:e]")
         else:
-            out.append(f"{ind}    {target} = _Records(buf[pos:e])")
+            out.append(f"{ind}    {target} = _Records(buf[pos:e], pos)")
         out.append(f"{ind}    pos = e")
         return
     if kind == "struct":

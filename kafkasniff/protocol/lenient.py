@@ -106,7 +106,7 @@ class _Walker:
                     self.depart(path, pos, f"invalid UTF-8 in string: {exc.reason}")
                     return raw.decode("utf-8", "backslashreplace"), pos + n
             if kind == "records":
-                return RawRecords(raw), pos + n
+                return RawRecords(raw, pos), pos + n
             return raw, pos + n
         if kind == "struct":
             if nullable:

@@ -7,7 +7,6 @@ varlongs (record batches), Kafka's textual UUID form, and the raw-records wrappe
 from __future__ import annotations
 
 import base64
-from dataclasses import dataclass
 
 
 class Truncated(Exception):
@@ -76,17 +75,32 @@ def uuid_from_str(text: str) -> bytes:
 ZERO_UUID = uuid_to_str(bytes(16))
 
 
-@dataclass(frozen=True, slots=True)
 class RawRecords:
-    """The bytes of a ``records`` field (message sets or record batches), not decoded here.
+    """The bytes of a ``records`` field (message sets or record batches).
 
     Attributes:
         data: the field's bytes, exactly as on the wire.
+        offset: offset of ``data`` in the frame payload (-1 if unknown).
+        decoded: the :class:`kafkasniff.protocol.records.RecordSet` once decoded, else None.
     """
 
-    data: bytes
+    __slots__ = ("data", "offset", "decoded")
+
+    def __init__(self, data: bytes, offset: int = -1) -> None:
+        self.data = data
+        self.offset = offset
+        self.decoded = None
 
     @property
     def size_bytes(self) -> int:
         """Length of the records data in bytes."""
         return len(self.data)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, RawRecords) and other.data == self.data
+
+    def __hash__(self) -> int:
+        return hash(self.data)
+
+    def __repr__(self) -> str:
+        return f"RawRecords({len(self.data)} bytes)"

@@ -40,6 +40,7 @@ class TcpConnection:
         closed: ``""`` while open, else ``"fin"``, ``"rst"``, ``"idle"``, ``"evicted"``,
             ``"end_of_capture"`` or ``"port_reuse"``.
         closed_by: direction (0: A, 1: B) that sent the first FIN or RST, -1 if none.
+        tls: ``{"client_hello": ..., "server_hello": ...}`` when the connection is TLS.
         app: free slot for the next stage (the Kafka layer keeps its per-connection state here).
     """
 
@@ -58,6 +59,7 @@ class TcpConnection:
     overlap_conflicts: int = 0
     closed: str = ""
     closed_by: int = -1
+    tls: dict | None = None
     app: Any = None
 
     def endpoint(self, direction: int) -> str:

@@ -181,8 +181,29 @@ def metadata_v10_response_body(topics=(("orders", TOPIC_ID_ORDERS, 0),), throttl
     return b
 
 
+def tiny_batch(value: bytes = b"rec", base_offset: int = 0) -> bytes:
+    """A valid magic 2 record batch holding one record (no key, no headers, uncompressed)."""
+    import crc32c
+
+    def zz(n: int) -> bytes:  # zig-zag varint
+        n = (n << 1) ^ (n >> 63)
+        out = b""
+        while n >= 0x80:
+            out += bytes([(n & 0x7F) | 0x80])
+            n >>= 7
+        return out + bytes([n])
+
+    body = b"\x00" + zz(0) + zz(0) + zz(-1) + zz(len(value)) + value + zz(0)
+    record = zz(len(body)) + body
+    after_crc = (struct.pack(">hiqqqhii", 0, 0, 1000, 1000, -1, -1, -1, 1) + record)
+    head = struct.pack(">iB", 0, 2)  # partition leader epoch, magic
+    crc = struct.pack(">I", crc32c.crc32c(after_crc))
+    batch = head + crc + after_crc
+    return struct.pack(">qi", base_offset, len(batch)) + batch
+
+
 # Produce v3
-def produce_v3_request_body(acks: int = -1, topics=(("orders", ((0, b"rec"),)),),
+def produce_v3_request_body(acks: int = -1, topics=(("orders", ((0, tiny_batch()),)),),
                             transactional_id: str | None = None, timeout_ms: int = 30000) -> bytes:
     """topics: (name, ((partition index, records bytes or None),))."""
     tds = [string(name) + array([i32(idx) + nbytes(rec) for idx, rec in parts])

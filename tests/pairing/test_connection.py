@@ -12,7 +12,7 @@ from kafkasniff.protocol.primitives import RawRecords
 from kafkasniff.protocol.schema import load_definitions
 from kafkasniff.tcp.types import TcpConnection
 
-from .frames import (API_VERSIONS, HEARTBEAT, METADATA, PRODUCE, TOPIC_ID_ORDERS,
+from .frames import (API_VERSIONS, HEARTBEAT, METADATA, PRODUCE, TOPIC_ID_ORDERS, tiny_batch,
                      TOPIC_ID_UNKNOWN, ZERO_ID, api_versions_v0_request,
                      api_versions_v0_response_body, api_versions_v3_request_body,
                      api_versions_v3_response_body, fetch_v4_request, fetch_v4_response_body,
@@ -170,7 +170,9 @@ def test_produce_acks_0_expects_no_response():
     assert ex.response is None and ex.latency_ns is None
     assert ex.api_name == "Produce" and ex.correlation_id == 7
     assert ex.request.body["acks"] == 0
-    assert ex.request.body["topic_data"][0]["partition_data"][0]["records"] == RawRecords(b"rec")
+    records = ex.request.body["topic_data"][0]["partition_data"][0]["records"]
+    assert records == RawRecords(tiny_batch())
+    assert ex.records.records == 1 and ex.records.batches == 1
     assert ex.topics == ("orders",)
     assert ex.issues == ()                   # in particular: not unanswered
 

@@ -1,0 +1,71 @@
+"""How record keys, values and header values are shown.
+
+Display rules (issue: "what users see"): valid UTF-8 is shown as text, and as parsed JSON
+when it is JSON; a Confluent Schema Registry frame (magic byte 0, then a 4-byte schema id,
+then the serialized payload) is recognised and its schema id reported; anything else is hex.
+What is shown is capped (``max_bytes``); the size is always given. Lossless bytes are in the
+Parquet ``records`` table (``export --records``), not here.
+"""
+
+from __future__ import annotations
+
+import json
+
+DEFAULT_MAX_BYTES = 256
+
+
+def describe_bytes(data: bytes | None, max_bytes: int = DEFAULT_MAX_BYTES) -> dict | None:
+    """A JSON-ready description of a key/value: ``None`` for null, else a dict with
+    ``size_bytes`` and one of ``text``, ``json``, ``hex``, or ``schema_id`` + ``payload``
+    (itself described), plus ``truncated: true`` when the shown part was capped."""
+    if data is None:
+        return None
+    n = len(data)
+    if n >= 5 and data[0] == 0:
+        schema_id = int.from_bytes(data[1:5], "big", signed=True)
+        if schema_id > 0:
+            return {"size_bytes": n, "schema_id": schema_id,
+                    "payload": describe_bytes(data[5:], max_bytes)}
+    shown = data[:max_bytes] if max_bytes > 0 else data
+    out: dict = {"size_bytes": n}
+    try:
+        text = bytes(data).decode("utf-8")
+    except UnicodeDecodeError:
+        text = None
+    if text is not None and (max_bytes <= 0 or n <= max_bytes) and text[:1] in "{[\"" and text:
+        try:
+            out["json"] = json.loads(text)
+            return out
+        except ValueError:
+            pass
+    if text is not None and _printable(text):
+        out["text"] = text if (max_bytes <= 0 or n <= max_bytes) else \
+            bytes(shown).decode("utf-8", "ignore")
+    else:
+        out["hex"] = bytes(shown).hex()
+    if max_bytes > 0 and n > max_bytes:
+        out["truncated"] = True
+    return out
+
+
+def _printable(text: str) -> bool:
+    return all(c.isprintable() or c in "\t\r\n" for c in text)
+
+
+def short(desc: dict | None, width: int = 60) -> str:
+    """A one-line rendering of :func:`describe_bytes` output for the console."""
+    if desc is None:
+        return "null"
+    if "schema_id" in desc:
+        return f"[schema {desc['schema_id']}]{short(desc['payload'], width)}"
+    if "json" in desc:
+        text = json.dumps(desc["json"], ensure_ascii=False, separators=(",", ":"))
+    elif "text" in desc:
+        text = repr(desc["text"])
+    else:
+        text = "0x" + desc["hex"]
+    if len(text) > width:
+        text = text[: width - 1] + "…"
+    if desc.get("truncated") or len(text) > width:
+        text += f"({desc['size_bytes']}B)"
+    return text
