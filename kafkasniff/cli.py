@@ -202,7 +202,7 @@ def read(files, read_files, ports, detect, max_frame_bytes, definitions, max_unc
          strict, color, quiet, with_records, value_bytes):
     """Print every exchange: one line each, or JSON Lines with --json."""
     from kafkasniff.output.render import (exchange_line, exchange_to_dict, issue_line,
-                                          issue_to_dict, record_lines)
+                                          issue_to_dict, json_default, record_lines)
     from kafkasniff.pairing.exchange import Exchange
     from kafkasniff.pipeline import Pipeline, analyze
 
@@ -216,6 +216,7 @@ def read(files, read_files, ports, detect, max_frame_bytes, definitions, max_unc
     shown = 0
     bad = 0
     out = sys.stdout
+    default = json_default(value_bytes)
     try:
         pipe = Pipeline(inp.pipeline_options(with_records=with_records))
         for rec in analyze(inp.sources, pipeline=pipe, on_progress=progress):
@@ -224,7 +225,8 @@ def read(files, read_files, ports, detect, max_frame_bytes, definitions, max_unc
                 if keep is not None and not keep(rec):
                     continue
                 if as_json:
-                    out.write(json.dumps(exchange_to_dict(rec, value_bytes), ensure_ascii=False))
+                    out.write(json.dumps(exchange_to_dict(rec, value_bytes, convert=False),
+                                         ensure_ascii=False, default=default))
                 else:
                     out.write(exchange_line(rec, color))
                     if with_records:

@@ -148,3 +148,14 @@ def test_headless_commands_do_not_import_textual():
             "bad = [m for m in ('textual', 'pyspark', 'scapy', 'dpkt') if m in sys.modules]; "
             "assert not bad, bad")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_json_fast_path_equals_converted_dicts():
+    """read --json serialises raw bodies with a default= hook; it must equal the converted
+    dicts, records included."""
+    from kafkasniff.output.render import exchange_to_dict, json_default
+    d = decode_capture(CAPTURES / "crafted_records.pcap", with_records=True)
+    d2 = decode_capture(CAPTURES / "crafted_sasl.pcap")
+    for ex in d.exchanges + d2.exchanges:
+        fast = json.dumps(exchange_to_dict(ex, 64, convert=False), default=json_default(64))
+        assert json.loads(fast) == json.loads(json.dumps(exchange_to_dict(ex, 64)))

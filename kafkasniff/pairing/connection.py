@@ -22,7 +22,8 @@ from kafkasniff.pairing.exchange import (NO_RESPONSE_EXPECTED, ORPHAN_RESPONSE, 
                                          UNANSWERED, Exchange, Message)
 from kafkasniff.pairing.embedded import EmbeddedDecoder, embedded_topics
 from kafkasniff.pairing.record_data import RecordsLocator, RecordsSummary, decode_located
-from kafkasniff.pairing.sasl import Redacted, SaslSession, is_secret_api, redact_body
+from kafkasniff.pairing.sasl import (REDACTED_APIS, Redacted, SaslSession, is_secret_api,
+                                    redact_body)
 from kafkasniff.pairing.record_data import summarize as summarize_records
 from kafkasniff.pairing.summary import Summarizer
 from kafkasniff.protocol.decoder import _STRICT_ERRORS, BodyDecoder, BodyResult
@@ -108,11 +109,15 @@ class PairingContext:
         Returns ``(issues, records summary, located records)``."""
         if body is None:
             return [], None, ()
-        redact_body(api_key, is_response, body, mechanism, self.show_secrets)
+        if api_key in REDACTED_APIS:
+            redact_body(api_key, is_response, body, mechanism, self.show_secrets)
+        issues = self.embedded.apply(api_key, is_response, body, request_body) \
+            if api_key in GROUP_APIS else []
         info = self.defs.apis.get(api_key)
-        issues = self.embedded.apply(api_key, is_response, body, request_body)
-        located = self.locator.find(
-            self.defs.plan(info.response if is_response else info.request, version), body)
+        plan = self.defs.plan(info.response if is_response else info.request, version)
+        if not self.locator.tree(plan):
+            return issues, None, ()
+        located = self.locator.find(plan, body)
         if not located:
             return issues, None, ()
         names = self.summarizer.registry.names

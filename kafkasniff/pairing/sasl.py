@@ -484,6 +484,13 @@ def _redact_configs(configs: object, show: bool, sensitive_flag: bool = False) -
                 _redact_field(syn, "value", "config value", show)
 
 
+def _redacted_apis() -> frozenset[int]:
+    return frozenset({SASL_AUTHENTICATE, ALTER_USER_SCRAM_CREDENTIALS, CREATE_DELEGATION_TOKEN,
+                      DESCRIBE_DELEGATION_TOKEN, RENEW_DELEGATION_TOKEN, EXPIRE_DELEGATION_TOKEN,
+                      ALTER_CONFIGS, INCREMENTAL_ALTER_CONFIGS, DESCRIBE_CONFIGS, CREATE_TOPICS,
+                      ENVELOPE})
+
+
 def redact_body(api_key: int, is_response: bool, body: dict, mechanism: str | None,
                 show_secrets: bool = False) -> None:
     """Replace secrets in a decoded body, in place (idempotent).
@@ -783,3 +790,8 @@ class SaslSession:
         if family in ("PLAIN", "OAUTHBEARER"):
             return msg == "empty"
         return False
+
+
+REDACTED_APIS = _redacted_apis()
+"""Every api_key whose decoded bodies :func:`redact_body` may change (callers may skip the
+call for other APIs)."""

@@ -600,3 +600,25 @@ def test_session_note_request_and_other_apis():
     assert s.observe(3, 12, False, {"topics": None}) is None
     assert s.state == "authenticated"
     assert s.observe(36, 1, True, None) is not None or True   # never raises
+
+
+def test_redacted_apis_cover_every_api_redact_body_changes():
+    """The pairing code calls redact_body only for REDACTED_APIS: every API whose bodies it
+    changes must be listed (a sensitive config in CreateTopics, say)."""
+    from kafkasniff.pairing.sasl import REDACTED_APIS, redact_body
+
+    for api_key in range(0, 100):
+        for is_response in (False, True):
+            body = {"auth_bytes": b"\0u\0p", "hmac": b"x" * 8,
+                    "upsertions": [{"salt": b"s" * 8, "salted_password": b"p" * 8}],
+                    "tokens": [{"hmac": b"x" * 8}],
+                    "resources": [{"configs": [{"name": "ssl.key.password", "value": "pw"}]}],
+                    "results": [{"configs": [{"name": "ssl.key.password", "value": "pw",
+                                              "is_sensitive": True, "synonyms": []}]}],
+                    "topics": [{"configs": [{"name": "ssl.key.password", "value": "pw",
+                                             "is_sensitive": True}]}],
+                    "request_data": b"r" * 8, "response_data": b"r" * 8}
+            before = repr(body)
+            redact_body(api_key, is_response, body, "PLAIN")
+            if repr(body) != before:
+                assert api_key in REDACTED_APIS, api_key
