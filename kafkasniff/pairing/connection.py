@@ -593,6 +593,8 @@ class KafkaConnection:
         errors: tuple = ()
         throttle = None
         topics: tuple = ()
+        wire_topics: tuple = ()
+        topic_ids: tuple = ()
         assumed = None
         if info is not None:
             qplan = rplan = None
@@ -602,13 +604,16 @@ class KafkaConnection:
             if rresult is not None and rresult.value is not None:
                 rplan = defs.plan(info.response, rresult.layout_version)
                 assumed = assumed if assumed is not None else rresult.assumed_version
-            errors, throttle, topics, _ = ctx.summarizer.summarize(
+            summary = ctx.summarizer.summarize(
                 qplan, qresult.value if qplan else None, rplan, rresult.value if rplan else None)
+            errors, throttle, topics = summary.errors, summary.throttle_time_ms, summary.topics
+            wire_topics, topic_ids = summary.wire_topics, summary.topic_ids
             if api_key in GROUP_APIS:
-                more = embedded_topics(qresult.value if qplan else None) + \
-                    embedded_topics(rresult.value if rplan else None)
+                more = tuple(embedded_topics(qresult.value if qplan else None) +
+                             embedded_topics(rresult.value if rplan else None))
                 if more:
-                    topics = tuple(dict.fromkeys(topics + tuple(more)))
+                    topics = tuple(dict.fromkeys(topics + more))
+                    wire_topics = tuple(dict.fromkeys(wire_topics + more))
         latency = None
         if request is not None and response is not None:
             latency = response.first_ts_ns - request.last_ts_ns
@@ -616,4 +621,5 @@ class KafkaConnection:
         return Exchange(self.tcp.conn_id, self.client, self.broker, status, api_key,
                         defs.api_name(api_key) if api_key >= 0 else "Unknown", api_version, corr,
                         client_id, request, response, latency, errors, throttle, topics,
-                        inferred, assumed, tuple(issues), records, record_fields)
+                        inferred, assumed, tuple(issues), records, record_fields, wire_topics,
+                        topic_ids)

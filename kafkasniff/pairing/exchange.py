@@ -82,6 +82,10 @@ class Exchange:
             ShareFetch / FetchSnapshot response), ``None`` when it carries none.
         record_fields: every records field with its topic, partition and decoded batches
             (:class:`kafkasniff.pairing.record_data.LocatedRecords`), in wire order.
+        wire_topics: topic names carried by the exchange itself (``topics`` also holds ids
+            resolved through earlier responses; exports use these two instead, so that a
+            row does not depend on what other connections showed before).
+        topic_ids: topic ids carried by the exchange itself.
     """
 
     conn_id: int
@@ -104,6 +108,8 @@ class Exchange:
     issues: tuple[DecodeIssue, ...] = field(default=())
     records: "RecordsSummary | None" = None
     record_fields: tuple = ()
+    wire_topics: tuple[str, ...] = ()
+    topic_ids: tuple[str, ...] = ()
 
     @property
     def ts_ns(self) -> int:

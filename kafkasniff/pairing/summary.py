@@ -13,6 +13,8 @@ a topic name and a topic id (Metadata, CreateTopics, DescribeTopicPartitions res
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from kafkasniff.protocol.primitives import ZERO_UUID
 from kafkasniff.protocol.schema import Definitions, StructPlan
 
@@ -33,14 +35,19 @@ class TopicRegistry:
     def __init__(self, max_topics: int = 1_000_000) -> None:
         self.names: dict[str, str] = {}
         self.max_topics = max_topics
+        self.learned: list[tuple[str, str]] = []  # new (id, name) pairs, drained by the caller
 
     def learn(self, topic_id: str, name: str) -> None:
-        """Remember that ``topic_id`` names ``name`` (the zero uuid is ignored)."""
+        """Remember that ``topic_id`` names ``name`` (the zero uuid is ignored); a new or
+        changed pair is also appended to :attr:`learned`."""
         if topic_id == ZERO_UUID or not name:
+            return
+        if self.names.get(topic_id) == name:
             return
         if topic_id not in self.names and len(self.names) >= self.max_topics:
             self.names.pop(next(iter(self.names)))
         self.names[topic_id] = name
+        self.learned.append((topic_id, name))
 
     def resolve(self, topic_id: str) -> str:
         """The name of ``topic_id`` if known, else the id itself."""
@@ -124,23 +131,42 @@ class Summarizer:
 
     def summarize(self, request_plan: StructPlan | None, request_body: dict | None,
                   response_plan: StructPlan | None, response_body: dict | None
-                  ) -> tuple[tuple[str, ...], int | None, tuple[str, ...], dict[int, int]]:
-        """``(error_names, throttle_time_ms, topics, error_counts)`` of one exchange.
-
-        Error names are distinct, in order of first appearance; ``error_counts`` maps each
-        non-zero code to how many times it appears in the response.
-        """
+                  ) -> "Summary":
+        """Errors, throttle time and topics of one exchange (see :class:`Summary`)."""
         errors: dict[int, int] = {}
-        topics: dict[str, None] = {}
+        names: dict[str, None] = {}
         ids: list[str] = []
         throttle = None
         if response_body is not None and response_plan is not None:
-            self.walk(response_plan, response_body, errors, topics, ids)
+            self.walk(response_plan, response_body, errors, names, ids)
             throttle = response_body.get("throttle_time_ms")
         if request_body is not None and request_plan is not None:
-            self.walk(request_plan, request_body, {}, topics, ids)
+            self.walk(request_plan, request_body, {}, names, ids)
+        wire_names = tuple(names)
         resolve = self.registry.resolve
+        topics = dict(names)
         for tid in ids:
             topics[resolve(tid)] = None
-        names = tuple(self.defs.error_name(c) for c in errors)
-        return names, throttle, tuple(topics), errors
+        return Summary(tuple(self.defs.error_name(c) for c in errors), throttle, tuple(topics),
+                       errors, wire_names, tuple(dict.fromkeys(ids)))
+
+
+class Summary(NamedTuple):
+    """What :meth:`Summarizer.summarize` found in one exchange.
+
+    Attributes:
+        errors: distinct error names, in order of first appearance.
+        throttle_time_ms: the response's throttle time, ``None`` if its layout has none.
+        topics: topic names, with topic ids resolved through responses seen earlier
+            (unresolved ids kept as text) — what ``read`` and ``stats`` show.
+        error_counts: error code -> occurrences in the response.
+        wire_topics: topic names as carried by the exchange itself (no resolution).
+        topic_ids: topic ids as carried by the exchange itself (zero uuid excluded).
+    """
+
+    errors: tuple[str, ...]
+    throttle_time_ms: int | None
+    topics: tuple[str, ...]
+    error_counts: dict[int, int]
+    wire_topics: tuple[str, ...]
+    topic_ids: tuple[str, ...]
