@@ -57,6 +57,8 @@ class PipelineOptions:
         show_secrets: keep SASL passwords, proofs and tokens instead of redacting them.
         wire_format: ``"auto"`` (recognise Kafka 0.8+ and the 0.7 wire format), ``"modern"``
             (0.8+ only) or ``"0.7"`` (force the pre-0.8 format).
+        meta_records: also yield a :class:`ConnectionSummary` when each TCP connection ends
+            and a :class:`TopicName` when a topic id is first seen with its name (exports).
     """
 
     ports: frozenset[int] = DEFAULT_PORTS
@@ -71,6 +73,7 @@ class PipelineOptions:
     max_uncompressed_bytes: int = 64 * 1024 * 1024
     show_secrets: bool = False
     wire_format: str = "auto"
+    meta_records: bool = False
 
 
 @dataclass(slots=True)
@@ -111,6 +114,57 @@ _GAP_KINDS = {
     "ooo_overflow": (IssueKind.TCP_OOO_OVERFLOW, "out-of-order buffer full"),
     "snaplen": (IssueKind.PACKET_TRUNCATED, "cut by the capture's snaplen"),
 }
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectionSummary:
+    """One TCP connection, when it ended (``meta_records`` option).
+
+    Attributes:
+        conn_id: the pipeline's connection id (order of first packet).
+        kind: ``kafka``, ``kafka07``, ``tls`` or ``other``.
+        client / broker: ``"ip:port"``; for ``other`` connections the SYN sender (or first
+            sender) and its peer.
+        first_ts_ns / last_ts_ns: first and last packet.
+        handshake_seen: the SYN was captured (False: the capture began mid-stream).
+        closed: ``fin``, ``rst``, ``idle``, ``evicted``, ``port_reuse``, ``end_of_capture``.
+        bytes_to_broker / bytes_to_client: TCP payload bytes delivered each way.
+        segments: TCP segments both ways.
+        gap_bytes: bytes never captured, both ways.
+        retransmitted_bytes / overlap_conflicts: retransmissions, and those with other bytes.
+        exchanges / unanswered / orphans: Kafka exchanges of the connection.
+        tls: ``{"client_hello": ..., "server_hello": ...}`` for TLS connections.
+        sasl: the SASL session (mechanism, username, state ...) when there was one.
+    """
+
+    conn_id: int
+    kind: str
+    client: str
+    broker: str
+    first_ts_ns: int
+    last_ts_ns: int
+    handshake_seen: bool
+    closed: str
+    bytes_to_broker: int
+    bytes_to_client: int
+    segments: int
+    gap_bytes: int
+    retransmitted_bytes: int
+    overlap_conflicts: int
+    exchanges: int
+    unanswered: int
+    orphans: int
+    tls: dict | None
+    sasl: dict | None
+
+
+@dataclass(frozen=True, slots=True)
+class TopicName:
+    """A topic id seen with its name for the first time (``meta_records`` option)."""
+
+    topic_id: str
+    name: str
+    ts_ns: int
 
 
 class _NotKafka:
@@ -213,19 +267,32 @@ class Pipeline:
             if app is NOT_KAFKA:
                 if type(ev) is StreamData:
                     self.stats.other_bytes += len(ev.data)
+                elif type(ev) is StreamClosed and self.options.meta_records:
+                    out.append(self._summary(conn, "other", 0, None))
                 continue
             if app is CLOSED:
                 continue
             if type(app) is _Tls:
                 out.extend(self._tls_event(conn, app, ev))
+                if type(ev) is StreamClosed and self.options.meta_records:
+                    out.append(self._summary(conn, "tls", max(app.client_dir, 0), None))
                 continue
             if type(app) is _Undecided:
                 out.extend(self._undecided(conn, app, ev))
                 continue
             out.extend(self._to_kafka(app, ev))
+        if self.options.meta_records:
+            learned = self.ctx.summarizer.registry.learned
+            if learned:
+                ts = self.stats.last_ts_ns
+                out.extend(TopicName(tid, name, ts) for tid, name in learned)
+                learned.clear()
         st = self.stats
         for rec in out:
-            if type(rec) is Exchange:
+            t = type(rec)
+            if t is ConnectionSummary or t is TopicName:
+                continue
+            if t is Exchange:
                 st.exchanges[rec.status] += 1
                 for iss in rec.issues:
                     st.issues[iss.kind] += 1
@@ -248,6 +315,11 @@ class Pipeline:
         out = app.on_close(ev.ts_ns, ev.reason)
         conn = app.tcp
         conn.app = CLOSED  # drop the Kafka state; late events of this connection are ignored
+        if self.options.meta_records:
+            sasl = getattr(app, "sasl", None)
+            out.append(self._summary(conn, "kafka07" if type(app).__name__ == "Kafka07Connection"
+                                     else "kafka", app.client_dir, app,
+                                     sasl.to_json() if sasl is not None else None))
         if ev.reason == "evicted":
             out.append(app.issue(IssueKind.CONNECTION_EVICTED,
                                  f"connection table full ({self.options.max_connections} "
@@ -375,6 +447,18 @@ class Pipeline:
                         if pos + 4 + size + 14 <= len(data):  # the chain was really checked
                             return "kafka", d
         return ("other", -1) if final else ("wait", -1)
+
+    def _summary(self, conn: TcpConnection, kind: str, client_dir: int, app,
+                 sasl: dict | None = None) -> ConnectionSummary:
+        b = conn.bytes
+        return ConnectionSummary(
+            conn.conn_id, kind, conn.endpoint(client_dir), conn.endpoint(1 - client_dir),
+            conn.first_ts_ns, conn.last_ts_ns, conn.handshake_seen, conn.closed,
+            b[client_dir], b[1 - client_dir], conn.segments[0] + conn.segments[1],
+            conn.gap_bytes[0] + conn.gap_bytes[1],
+            conn.retransmitted_bytes[0] + conn.retransmitted_bytes[1], conn.overlap_conflicts,
+            getattr(app, "exchanges", 0), getattr(app, "unanswered", 0),
+            getattr(app, "orphans", 0), conn.tls, sasl)
 
     def _tls_event(self, conn: TcpConnection, tls: "_Tls", ev) -> list:
         """Keep the first bytes of each direction of a TLS connection until its hellos parse;
