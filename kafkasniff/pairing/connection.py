@@ -319,7 +319,7 @@ class KafkaConnection:
                         "SaslToken", -1, -1, None, request, response, latency)
 
     def _message(self, frame: Frame, header: dict, result: BodyResult | None, body_offset: int,
-                 payload: bytes, api_key: int | None = None) -> Message:
+                 payload: bytes, api_key: int | None = None, is_request: bool = False) -> Message:
         body = result.value if result is not None else None
         raw = payload[body_offset:] if body is None else None
         if raw is not None and api_key is not None and not self.ctx.show_secrets and \
@@ -327,9 +327,12 @@ class KafkaConnection:
             body, raw = {"_raw_body": Redacted("undecoded body of a secret-bearing API",
                                                len(raw))}, None
         complete = result.complete if result is not None else False
+        d = self.client_dir if is_request else 1 - self.client_dir
+        base = self.tcp.base_seq[d]
+        seq = (base + frame.stream_offset) & 0xFFFFFFFF if base >= 0 else -1
         return Message(frame.size + 4, frame.first_ts_ns, frame.last_ts_ns, frame.stream_offset,
                        header, body, raw, complete and not frame.missing_bytes,
-                       frame.missing_bytes, body_offset)
+                       frame.missing_bytes, body_offset, seq)
 
     def _body_issues(self, result: BodyResult, frame: Frame, direction: int, corr: int,
                      api_key: int, api_version: int) -> list:
@@ -385,7 +388,7 @@ class KafkaConnection:
                     self.sasl.observe(hdr.api_key, hdr.api_version, False, result.value)
             issues = self._body_issues(result, frame, self.client_dir, hdr.correlation_id,
                                        hdr.api_key, hdr.api_version)
-        msg = self._message(frame, header, result, hdr.size, payload, hdr.api_key)
+        msg = self._message(frame, header, result, hdr.size, payload, hdr.api_key, is_request=True)
         self.requests += 1
         p = _Pending(hdr, msg, result, issues, self.requests, records, located)
         out: list = self._release_acks0(frame.first_ts_ns - ACKS0_HOLD_NS) if self.acks0 else []

@@ -43,6 +43,9 @@ class Message:
         complete: the whole body layout was decoded.
         missing_bytes: bytes of the frame never captured (gap or end of capture).
         body_offset: offset of the body in the frame payload (the header length).
+        seq: TCP sequence number of the frame's first byte (its size prefix), ``-1`` if
+            unknown: with the connection's endpoints and ``first_ts_ns`` it finds the frame's
+            bytes in the capture again (see :mod:`kafkasniff.capture.frames`).
     """
 
     frame_bytes: int
@@ -55,6 +58,7 @@ class Message:
     complete: bool = True
     missing_bytes: int = 0
     body_offset: int = 0
+    seq: int = -1
 
 
 @dataclass(frozen=True, slots=True)

@@ -49,12 +49,13 @@ class _Stop(Exception):
 
 
 class _Walker:
-    __slots__ = ("buf", "end", "issues")
+    __slots__ = ("buf", "end", "issues", "spans")
 
-    def __init__(self, buf: bytes, end: int) -> None:
+    def __init__(self, buf: bytes, end: int, spans: dict | None = None) -> None:
         self.buf = buf
         self.end = end
         self.issues: list[BodyIssue] = []
+        self.spans = spans
 
     def need(self, pos: int, n: int, path: str, what: str) -> None:
         if n < 0 or pos + n > self.end:
@@ -142,8 +143,10 @@ class _Walker:
             raise _Stop(path, start, f"array count {n} exceeds the {self.end - pos} bytes left")
         lst: list = []
         holder[key] = lst
+        spans = self.spans
         for i in range(n):
             ipath = f"{path}[{i}]"
+            start = pos
             if f.items == "struct":
                 d: dict = {}
                 lst.append(d)
@@ -151,11 +154,15 @@ class _Walker:
             else:
                 v, pos = self.value(f, pos, ipath, kind=f.items, nullable=False)
                 lst.append(v)
+            if spans is not None:
+                spans[ipath] = (start, pos)
         return pos
 
     def struct_into(self, plan: StructPlan, pos: int, path: str, d: dict) -> int:
+        spans = self.spans
         for f in plan.fields:
             fpath = f"{path}.{f.key}" if path else f.key
+            start = pos
             if f.kind == "array":
                 pos = self.array_into(f, pos, fpath, d, f.key)
             elif f.kind == "struct" and not f.nullable:
@@ -164,6 +171,8 @@ class _Walker:
                 pos = self.struct_into(f.struct, pos, fpath, sub)
             else:
                 d[f.key], pos = self.value(f, pos, fpath)
+            if spans is not None:
+                spans[fpath] = (start, pos)
         if plan.flexible:
             tpath = f"{path}._tagged_fields" if path else "_tagged_fields"
             count, pos = self.uvarint(pos, tpath)
@@ -185,6 +194,8 @@ class _Walker:
                     fpath = f"{path}.{tf.key}" if path else tf.key
                     saved_end = self.end
                     self.end = tend
+                    if self.spans is not None:
+                        self.spans[fpath] = (pos, tend)
                     try:
                         d[tf.key], p = self.value(tf, pos, fpath)
                         if p != tend:
@@ -215,9 +226,14 @@ class LenientResult:
     issues: list[BodyIssue]
 
 
-def decode_lenient(plan: StructPlan, buf: bytes, pos: int = 0, end: int | None = None) -> LenientResult:
-    """Decode ``buf[pos:end]`` with ``plan`` as far as possible; never raises on bad data."""
-    w = _Walker(buf, len(buf) if end is None else end)
+def decode_lenient(plan: StructPlan, buf: bytes, pos: int = 0, end: int | None = None,
+                   spans: dict | None = None) -> LenientResult:
+    """Decode ``buf[pos:end]`` with ``plan`` as far as possible; never raises on bad data.
+
+    ``spans``: when a dict is given, it is filled with ``field_path -> (start, end)`` byte
+    ranges of every field and array element decoded (used to highlight a field's bytes).
+    """
+    w = _Walker(buf, len(buf) if end is None else end, spans)
     d: dict = {}
     try:
         p = w.struct_into(plan, pos, "", d)

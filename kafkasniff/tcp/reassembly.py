@@ -161,6 +161,7 @@ class _Dir:
     def start(self, seq: int) -> None:
         self.started = True
         self.base = self.nseq = seq & _MASK
+        self.conn.base_seq[self.d] = self.base
         self.nxt = 0
         self.fast = self.fin_off is None and not self.ooo
 

@@ -41,6 +41,8 @@ class TcpConnection:
             ``"end_of_capture"`` or ``"port_reuse"``.
         closed_by: direction (0: A, 1: B) that sent the first FIN or RST, -1 if none.
         tls: ``{"client_hello": ..., "server_hello": ...}`` when the connection is TLS.
+        base_seq: per direction, the TCP sequence number of stream offset 0 (``-1`` until
+            known): ``(base_seq[d] + offset) % 2**32`` locates a byte in the capture.
         app: free slot for the next stage (the Kafka layer keeps its per-connection state here).
     """
 
@@ -60,6 +62,7 @@ class TcpConnection:
     closed: str = ""
     closed_by: int = -1
     tls: dict | None = None
+    base_seq: list[int] = field(default_factory=lambda: [-1, -1])
     app: Any = None
 
     def endpoint(self, direction: int) -> str:
