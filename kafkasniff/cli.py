@@ -119,7 +119,39 @@ def _fail(message: str) -> None:
     sys.exit(2)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class LazyGroup(click.Group):
+    """A click group whose heavier commands are imported only when used, so that ``read``
+    and ``stats`` never load the modules (and libraries) of ``tui``, ``live``, ``export``
+    or ``spark``."""
+
+    lazy = {
+        "export": ("kafkasniff.export.command", "export_command"),
+        "tui": ("kafkasniff.tui.command", "tui_command"),
+        "live": ("kafkasniff.live.command", "live_command"),
+        "spark": ("kafkasniff.spark.command", "spark_group"),
+    }
+
+    def list_commands(self, ctx):
+        import importlib.util
+
+        present = {name for name, (module, _) in self.lazy.items()
+                   if importlib.util.find_spec(module) is not None}
+        return sorted(set(super().list_commands(ctx)) | present)
+
+    def get_command(self, ctx, name):
+        cmd = super().get_command(ctx, name)
+        if cmd is None and name in self.lazy:
+            import importlib
+
+            module, attr = self.lazy[name]
+            try:
+                cmd = getattr(importlib.import_module(module), attr)
+            except (ImportError, AttributeError) as exc:
+                raise click.UsageError(f"the {name!r} command is not available: {exc}") from exc
+        return cmd
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="kafkasniff")
 def main() -> None:
     """kafkasniff: Kafka wire-traffic sniffer and protocol analyzer.
