@@ -1,0 +1,82 @@
+"""``kafkasniff export``: decode captures into Parquet (or JSON Lines) tables.
+
+Registered in :mod:`kafkasniff.cli` as ``main.add_command(export_command, "export")``; this
+module imports ``kafkasniff.cli`` for the shared input options, so the registration must come
+after ``input_options`` is defined there (e.g. at the end of ``cli.py``). pyarrow is imported
+only when the command runs.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from kafkasniff.cli import _inputs, input_options
+from kafkasniff.errors import KafkaSniffError
+
+
+def _partition_by(ctx, param, value: str) -> tuple[str, ...]:
+    cols = [c.strip() for c in (value or "").split(",") if c.strip()]
+    bad = [c for c in cols if c not in ("date", "hour")]
+    if bad:
+        raise click.BadParameter(f"{', '.join(bad)}: expected date, hour or date,hour")
+    return tuple(c for c in ("date", "hour") if c in cols)
+
+
+@click.command("export")
+@input_options
+@click.option("-o", "--output", "output", required=True,
+              type=click.Path(file_okay=False, writable=True),
+              help="Output directory: one sub-directory per table (exchanges, partitions, "
+                   "records, issues, connections, topic_ids).")
+@click.option("--records", "with_records", is_flag=True,
+              help="Also write the records table: one row per record (key, value, headers, "
+                   "offset, timestamp ...).")
+@click.option("--partition-by", "partition_by", default="", callback=_partition_by,
+              metavar="date|hour|date,hour",
+              help="Hive partition directories (date=YYYY-MM-DD/hour=HH) from each row's UTC "
+                   "time.")
+@click.option("--format", "fmt", type=click.Choice(["parquet", "jsonl"]), default="parquet",
+              show_default=True, help="File format (JSON Lines: timestamps ISO 8601 UTC, "
+                                      "binary base64).")
+@click.option("--row-group-rows", type=click.IntRange(1), default=50_000, show_default=True,
+              help="Rows per Parquet row group (bounds memory per open file).")
+@click.option("--capture-name", default=None,
+              help="Value of the capture column (default: each input file's name).")
+@click.option("--file-tag", default="",
+              help="Added to output file names, so that several runs can share a directory.")
+@click.option("-q", "--quiet", is_flag=True, help="No summary line on stderr.")
+def export_command(files, read_files, ports, detect, max_frame_bytes, definitions,
+                   max_uncompressed_bytes, wire_format, show_secrets, output, with_records,
+                   partition_by, fmt, row_group_rows, capture_name, file_tag, quiet):
+    """Decode captures into Parquet tables for Spark (docs/parquet-schema.md).
+
+    Tables: exchanges, partitions, issues, connections, topic_ids, and records with
+    --records. Secrets stay redacted unless --show-secrets.
+    """
+    from pathlib import Path
+
+    from kafkasniff.cli import _Progress
+    from kafkasniff.export.writer import export_captures
+
+    inp = _inputs(files, read_files, ports, detect, max_frame_bytes, definitions,
+                  max_uncompressed_bytes, wire_format, show_secrets)
+    progress = _Progress(enabled=not quiet)
+    try:
+        counts = export_captures(inp.sources, Path(output), options=inp.pipeline_options(),
+                                 with_records=with_records, partition_by=partition_by, fmt=fmt,
+                                 capture_name=capture_name, file_tag=file_tag,
+                                 row_group_rows=row_group_rows, on_progress=progress)
+    except KafkaSniffError as exc:
+        progress.close()
+        click.echo(f"kafkasniff: error: {exc}", err=True)
+        sys.exit(2)
+    except OSError as exc:
+        progress.close()
+        click.echo(f"kafkasniff: error: {output}: {exc.strerror or exc}", err=True)
+        sys.exit(2)
+    progress.close()
+    if not quiet:
+        click.echo("export: " + ", ".join(f"{t} {n}" for t, n in counts.items()) +
+                   f" rows -> {output} ({fmt})", err=True)

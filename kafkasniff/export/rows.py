@@ -1,0 +1,565 @@
+"""Rows of the export tables, from pipeline values (pure functions, no I/O, no pyarrow).
+
+A row is a dict keyed by column name (see :mod:`kafkasniff.export.schema`); missing keys are
+nulls. Timestamps are given as integer microseconds since the epoch (``ts``, ...), next to
+their exact ``*_ts_ns``.
+
+A row never depends on another TCP connection, so that a capture split into shards by
+connection gives the same rows: topics are the names carried by the exchange itself
+(:attr:`Exchange.wire_topics`), topic ids stay ids (the ``topic_ids`` table maps them), and
+connections are keyed by :func:`connection_key` (endpoints and first packet time), never by
+the pipeline's connection number.
+
+Secrets: decoded bodies already hold redaction markers instead of secrets (unless the
+pipeline ran with ``show_secrets``); raw frames are never exported.
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import datetime as _dt
+import json
+from functools import lru_cache
+
+from kafkasniff.errors import DefinitionError
+from kafkasniff.issues import DecodeIssue
+from kafkasniff.output.render import batch_to_dict
+from kafkasniff.pairing.exchange import Exchange, Message
+from kafkasniff.pairing.record_data import RecordsLocator, summarize
+from kafkasniff.protocol.primitives import RawRecords
+
+_HOUR_NS = 3_600_000_000_000
+_PARTITION_KEYS = ("partition_index", "index", "partition")
+
+
+# ------------------------------------------------------------------------------- basics
+
+@lru_cache(maxsize=4096)
+def _date_hour(hour_bucket: int) -> tuple[str, int]:
+    d = _dt.datetime.fromtimestamp(hour_bucket * 3600, _dt.timezone.utc)
+    return d.strftime("%Y-%m-%d"), d.hour
+
+
+def time_columns(ts_ns: int) -> dict:
+    """``{"ts": us, "ts_ns": ns, "date": "YYYY-MM-DD", "hour": h}`` (UTC) for ``ts_ns``."""
+    date, hour = _date_hour(ts_ns // _HOUR_NS)
+    return {"ts": ts_ns // 1000, "ts_ns": ts_ns, "date": date, "hour": hour}
+
+
+def connection_key(client: str, broker: str, first_ts_ns: int) -> str:
+    """``"client>broker@first_ts_ns"``: a TCP connection, independent of how the capture
+    was split (``first_ts_ns`` is the connection's first packet)."""
+    return f"{client}>{broker}@{first_ts_ns}"
+
+
+def exchange_id(ex: Exchange, conn_key: str) -> str:
+    """``"connection_key/request stream offset/response stream offset"`` (-1 for a side
+    that was not captured)."""
+    q = ex.request.stream_offset if ex.request is not None else -1
+    r = ex.response.stream_offset if ex.response is not None else -1
+    return f"{conn_key}/{q}/{r}"
+
+
+@lru_cache(maxsize=65536)
+def split_endpoint(endpoint: str) -> tuple[str, int]:
+    """``"1.2.3.4:9092"`` -> ``("1.2.3.4", 9092)``; ``"[::1]:9092"`` -> ``("::1", 9092)``;
+    ``("", -1)`` when it has no port."""
+    host, sep, port = endpoint.rpartition(":")
+    if not sep or not port.isdigit():
+        return endpoint, -1
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    return host, int(port)
+
+
+def _endpoints(client: str, broker: str) -> dict:
+    cip, cport = split_endpoint(client)
+    bip, bport = split_endpoint(broker)
+    return {"client": client, "broker": broker, "client_ip": cip, "client_port": cport,
+            "broker_ip": bip, "broker_port": bport}
+
+
+def _int(v):
+    return v if type(v) is int else None
+
+
+def _str(v):
+    return v if type(v) is str else None
+
+
+# ------------------------------------------------------------------------------- JSON bodies
+
+def _json_default(value):
+    t = type(value)
+    if t is bytes or t is bytearray or t is memoryview:
+        return base64.b64encode(bytes(value)).decode("ascii")
+    if t is RawRecords:
+        out: dict = {"size_bytes": value.size_bytes}
+        rs = value.decoded
+        if rs is not None:
+            out["batches"] = [batch_to_dict(b if b.records is None
+                                            else dataclasses.replace(b, records=None))
+                              for b in rs.batches]
+            if rs.partial_tail_bytes:
+                out["partial_tail_bytes"] = rs.partial_tail_bytes
+        return out
+    to_json = getattr(value, "to_json", None)
+    if to_json is not None:
+        return to_json()
+    raise TypeError(f"{t.__name__} is not JSON serializable")
+
+
+def body_json(msg: Message | None) -> str | None:
+    """A message's decoded body as JSON, as ``read --json`` renders it (docs/json.md), records
+    fields with their batch headers but without records; ``None`` when not captured or not
+    decodable."""
+    if msg is None or msg.body is None:
+        return None
+    return json.dumps(msg.body, ensure_ascii=False, default=_json_default,
+                      separators=(",", ":"))
+
+
+# ------------------------------------------------------------------------------- partitions
+
+# column -> (side, keys): the first key present wins; side "request", "response" or "any"
+# (the response's value when it has one, else the request's). Keys with a dot are one
+# level inside a struct (``current_leader.leader_id``).
+PARTITION_FIELDS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "error_code": ("response", ("error_code", "partition_error_code")),
+    "error_message": ("response", ("error_message",)),
+    "fetch_offset": ("request", ("fetch_offset",)),
+    "partition_max_bytes": ("request", ("partition_max_bytes",)),
+    "current_leader_epoch": ("request", ("current_leader_epoch",)),
+    "high_watermark": ("response", ("high_watermark",)),
+    "last_stable_offset": ("response", ("last_stable_offset",)),
+    "log_start_offset": ("any", ("log_start_offset",)),
+    "preferred_read_replica": ("response", ("preferred_read_replica",)),
+    "base_offset": ("response", ("base_offset",)),
+    "log_append_time_ms": ("response", ("log_append_time_ms",)),
+    "committed_offset": ("any", ("committed_offset",)),
+    "committed_leader_epoch": ("any", ("committed_leader_epoch",)),
+    "committed_metadata": ("any", ("committed_metadata", "metadata")),
+    "offset": ("any", ("offset",)),
+    "requested_timestamp_ms": ("request", ("timestamp",)),
+    "timestamp_ms": ("response", ("timestamp",)),
+    "leader_id": ("any", ("leader_id", "current_leader.leader_id")),
+    "leader_epoch": ("any", ("leader_epoch", "current_leader.leader_epoch")),
+    "end_offset": ("response", ("end_offset",)),
+    "low_watermark": ("response", ("low_watermark",)),
+    "start_offset": ("any", ("start_offset",)),
+    "lag": ("response", ("lag",)),
+}
+_STRING_COLUMNS = {"error_message", "committed_metadata"}
+_EMPTY_PARTITION = {col: None for col in PARTITION_FIELDS}
+_INT16_COLUMNS = {"error_code"}
+_INT32_COLUMNS = {"partition_max_bytes", "current_leader_epoch", "preferred_read_replica",
+                  "committed_leader_epoch", "leader_id", "leader_epoch"}
+_COLUMN_KINDS = {col: str if col in _STRING_COLUMNS else 2**15 if col in _INT16_COLUMNS
+                 else 2**31 if col in _INT32_COLUMNS else 2**63 for col in PARTITION_FIELDS}
+
+
+def _key_index(sides: tuple[str, ...]) -> dict[str, tuple[tuple[str, bool], ...]]:
+    """wire key -> ((column, kind), ...) for the columns fed from these sides; kind is
+    ``str``, or for integer columns the bound of their signed width (values outside are
+    left null rather than failing the file)."""
+    index: dict[str, list] = {}
+    for rank in range(max(len(keys) for _, keys in PARTITION_FIELDS.values())):
+        for col, (side, keys) in PARTITION_FIELDS.items():
+            if side in sides and rank < len(keys):
+                index.setdefault(keys[rank], []).append((col, _COLUMN_KINDS[col]))
+    return {k: tuple(v) for k, v in index.items()}
+
+
+_RESPONSE_KEYS = _key_index(("response", "any"))
+_REQUEST_KEYS = _key_index(("request", "any"))
+_WANTED = {k for _, keys in PARTITION_FIELDS.values() for k in keys}
+_WANTED_TOP = {k for k in _WANTED if "." not in k}
+_WANTED_NESTED: dict[str, tuple[str, ...]] = {}
+for _k in _WANTED - _WANTED_TOP:
+    _a, _b = _k.split(".")
+    _WANTED_NESTED[_a] = _WANTED_NESTED.get(_a, ()) + (_b,)
+
+_SCALARS = {"int8", "int16", "int32", "int64", "string", "bool", "float64"}
+_TREES: dict[tuple[int, bool], tuple] = {}
+
+
+def _partition_tree(plan, in_topic: bool) -> tuple:
+    """Interest tree of a struct plan for partitions: ``(topic_key, topic_id_key, part_key,
+    scalars, nested, children)`` or ``()`` when no partition struct is below."""
+    key = (id(plan), in_topic)
+    hit = _TREES.get(key)
+    if hit is not None:
+        return hit[1]
+    _TREES[key] = (plan, ())  # recursion guard (the plan is kept: ids stay unique)
+    fields = list(plan.fields) + list(plan.tagged.values())
+    topic_key = topic_id_key = part_key = None
+    scalars = []
+    nested = []
+    for f in fields:
+        if f.kind == "string" and f.entity_type == "topicName" and topic_key is None:
+            topic_key = f.key
+        elif f.kind == "uuid" and f.key == "topic_id":
+            topic_id_key = f.key
+        elif f.kind == "int32" and f.key in _PARTITION_KEYS and part_key is None:
+            part_key = f.key
+        elif f.kind in _SCALARS and f.key in _WANTED_TOP:
+            scalars.append(f.key)
+        elif f.kind == "struct" and f.key in _WANTED_NESTED:
+            nested.append((f.key, _WANTED_NESTED[f.key]))
+    has_topic = in_topic or topic_key is not None or topic_id_key is not None
+    children = []
+    for f in fields:
+        if f.kind in ("array", "struct") and f.struct is not None and f.key not in _WANTED_NESTED:
+            sub = _partition_tree(f.struct, has_topic)
+            if sub:
+                children.append((f.key, f.kind == "array", sub))
+    is_partition = part_key is not None and has_topic
+    if is_partition or children:
+        tree = (topic_key, topic_id_key, part_key if is_partition else None, tuple(scalars),
+                tuple(nested), tuple(children))
+    else:
+        tree = ()
+    _TREES[key] = (plan, tree)
+    return tree
+
+
+def _walk_partitions(tree, d: dict, topic, topic_id, side: str, out: dict) -> None:
+    topic_key, topic_id_key, part_key, scalars, nested, children = tree
+    if topic_key is not None:
+        v = d.get(topic_key)
+        if v is not None:
+            topic = v
+    if topic_id_key is not None:
+        v = d.get(topic_id_key)
+        if v is not None:
+            topic_id = v
+    if part_key is not None:
+        p = d.get(part_key)
+        if type(p) is int:
+            k = (topic if topic is not None else topic_id, p)
+            entry = out.get(k)
+            if entry is None:
+                entry = out[k] = {"topic": topic, "topic_id": topic_id, "partition": p,
+                                  "request": {}, "response": {}}
+            else:
+                if entry["topic"] is None:
+                    entry["topic"] = topic
+                if entry["topic_id"] is None:
+                    entry["topic_id"] = topic_id
+            vals = entry[side]
+            vals[""] = True  # the side carries this partition
+            for s in scalars:
+                v = d.get(s)
+                if v is not None and s not in vals:
+                    vals[s] = v
+            for s, subs in nested:
+                sv = d.get(s)
+                if type(sv) is dict:
+                    for sub in subs:
+                        v = sv.get(sub)
+                        if v is not None:
+                            vals.setdefault(f"{s}.{sub}", v)
+    for key, is_array, sub in children:
+        v = d.get(key)
+        if v is None:
+            continue
+        if is_array:
+            if type(v) is list:
+                for item in v:
+                    if type(item) is dict:
+                        _walk_partitions(sub, item, topic, topic_id, side, out)
+        elif type(v) is dict:
+            _walk_partitions(sub, v, topic, topic_id, side, out)
+
+
+def _plans(ex: Exchange, defs):
+    """(request plan, response plan) of the exchange's bodies, None when unknown."""
+    info = defs.apis.get(ex.api_key) if ex.api_version >= 0 else None
+    if info is None:
+        return None, None
+    version = ex.assumed_version if ex.assumed_version is not None else ex.api_version
+    qplan = rplan = None
+    try:
+        if ex.request is not None and ex.request.body is not None:
+            qplan = defs.plan(info.request, version)
+        if ex.response is not None and ex.response.body is not None:
+            rplan = defs.plan(info.response, version)
+    except DefinitionError:  # a version without a layout: no partitions, not a failure
+        return None, None
+    return qplan, rplan
+
+
+def _legacy07_partitions(ex: Exchange, out: dict) -> None:
+    """Kafka 0.7 requests carry ``topic``/``partition`` (FETCH/MULTIFETCH also ``offset``)."""
+    body = ex.request.body if ex.request is not None else None
+    if type(body) is not dict:
+        return
+    items = body.get("fetches") or body.get("produces") or [body]
+    fetch = "FETCH" in ex.api_name
+    for item in items:
+        if type(item) is not dict or type(item.get("partition")) is not int:
+            continue
+        topic = item.get("topic")
+        k = (topic, item["partition"])
+        if k not in out:
+            vals = {"": True}
+            if fetch and type(item.get("offset")) is int:
+                vals["fetch_offset"] = item["offset"]
+            out[k] = {"topic": topic, "topic_id": None, "partition": item["partition"],
+                      "request": vals, "response": {}}
+
+
+def _record_summary_columns(s) -> dict:
+    if s is None:
+        return {}
+    return {"batches": s.batches, "records": s.records, "records_bytes": s.records_bytes,
+            "compressed_bytes": s.compressed_bytes, "uncompressed_bytes": s.uncompressed_bytes,
+            "codecs": list(s.codecs), "first_offset": s.first_offset,
+            "last_offset": s.last_offset, "crc_errors": s.crc_errors, "partial": s.partial}
+
+
+def partition_rows(ex: Exchange, base: dict, defs) -> list[dict]:
+    """One row per topic-partition of the exchange (request and response merged on (topic or
+    topic id, partition)), with the record data of that partition. ``base`` holds the
+    columns shared with the exchange (time, capture, exchange_id ...)."""
+    found: dict = {}
+    qplan, rplan = _plans(ex, defs)
+    if qplan is not None:
+        tree = _partition_tree(qplan, False)
+        if tree:
+            _walk_partitions(tree, ex.request.body, None, None, "request", found)
+    if rplan is not None:
+        tree = _partition_tree(rplan, False)
+        if tree:
+            _walk_partitions(tree, ex.response.body, None, None, "response", found)
+    if ex.api_version < 0 and ex.api_name.endswith("(0.7)"):
+        _legacy07_partitions(ex, found)
+    by_partition: dict = {}
+    for loc in ex.record_fields:
+        if loc.partition is None:
+            continue
+        k = (loc.topic if loc.topic is not None else loc.topic_id, loc.partition)
+        by_partition.setdefault(k, []).append(loc)
+        if k not in found:
+            found[k] = {"topic": loc.topic, "topic_id": loc.topic_id, "partition": loc.partition,
+                        "request": {}, "response": {}}
+    if not found:
+        return []
+    error_name = defs.error_name
+    rows = []
+    for k, entry in found.items():
+        q, r = entry["request"], entry["response"]
+        row = dict(base)
+        row.update(_EMPTY_PARTITION)
+        row["topic"] = _str(entry["topic"])
+        row["topic_id"] = _str(entry["topic_id"])
+        row["partition"] = entry["partition"]
+        row["in_request"] = bool(q)
+        row["in_response"] = bool(r)
+        # the response's values first (they win for "any" columns), then the request's for
+        # columns still empty (the alternative keys of one column never meet in one struct)
+        for vals, index in ((r, _RESPONSE_KEYS), (q, _REQUEST_KEYS)):
+            for key, v in vals.items():
+                targets = index.get(key)
+                if targets is None:
+                    continue
+                for col, kind in targets:
+                    if row[col] is None:
+                        if kind is str:
+                            row[col] = v if type(v) is str else None
+                        elif type(v) is int and -kind <= v < kind:
+                            row[col] = v
+        code = row["error_code"]
+        row["error_name"] = error_name(code) if code is not None else None
+        locs = by_partition.get(k)
+        if locs:
+            s = summarize(locs)
+            row.update(_record_summary_columns(s))
+            row["producer_id"] = s.producer_ids[0] if s.producer_ids else (
+                -1 if 2 in s.magics else None)
+        rows.append(row)
+    return rows
+
+
+# ------------------------------------------------------------------------------- records
+
+_LOCATOR = RecordsLocator()
+_MIN_TS_MS, _MAX_TS_MS = 0, 253_402_300_799_999  # 1970-01-01 .. 9999-12-31 (Spark's range)
+
+
+def _record_sides(ex: Exchange, defs) -> set[int]:
+    """ids of the RawRecords objects found in the request body."""
+    if ex.request is None or ex.request.body is None:
+        return set()
+    qplan, _ = _plans(ex, defs)
+    if qplan is None:
+        return set()
+    return {id(loc.records) for loc in _LOCATOR.find(qplan, ex.request.body)}
+
+
+def record_rows(ex: Exchange, xid: str, capture: str, defs) -> list[dict]:
+    """One row per decoded record of every batch of every records field of the exchange
+    (records are decoded only when the pipeline ran with ``with_records``)."""
+    if not ex.record_fields:
+        return []
+    in_request = _record_sides(ex, defs)
+    rows = []
+    for loc in ex.record_fields:
+        rs = loc.records.decoded
+        if rs is None:
+            continue
+        side = "request" if id(loc.records) in in_request else "response"
+        msg = ex.request if side == "request" else ex.response
+        if msg is None:
+            msg = ex.request or ex.response
+        base = time_columns(msg.first_ts_ns)
+        base["capture"] = capture
+        base["exchange_id"] = xid
+        base["side"] = side
+        base["topic"] = _str(loc.topic)
+        base["topic_id"] = _str(loc.topic_id)
+        base["partition"] = loc.partition
+        for b in rs.batches:
+            if not b.records:
+                continue
+            bbase = dict(base)
+            bbase.update(magic=b.magic, codec=b.codec, timestamp_type=b.timestamp_type,
+                         transactional=b.transactional, control=b.control,
+                         producer_id=b.producer_id, producer_epoch=b.producer_epoch,
+                         base_sequence=b.base_sequence,
+                         partition_leader_epoch=b.partition_leader_epoch,
+                         batch_base_offset=b.base_offset)
+            for r in b.records:
+                row = dict(bbase)
+                tms = r.timestamp_ms
+                row["offset"] = r.offset
+                row["timestamp_ms"] = tms
+                row["timestamp"] = tms * 1000 if tms is not None and \
+                    _MIN_TS_MS <= tms <= _MAX_TS_MS else None
+                row["key"] = r.key if r.key is None or type(r.key) is bytes else bytes(r.key)
+                row["value"] = r.value if r.value is None or type(r.value) is bytes \
+                    else bytes(r.value)
+                row["headers"] = [{"key": k, "value": v if v is None or type(v) is bytes
+                                   else bytes(v)} for k, v in r.headers]
+                row["control_type"] = r.control.get("type_name") if r.control else None
+                rows.append(row)
+    return rows
+
+
+# ------------------------------------------------------------------------------- exchanges
+
+def _topics(ex: Exchange) -> list[str]:
+    # wire_topics are the names the exchange carries; when it carries no topic id,
+    # ``topics`` holds the same names (the Kafka 0.7 path fills only ``topics``)
+    return list(ex.wire_topics if ex.topic_ids or ex.wire_topics else ex.topics)
+
+
+def exchange_rows(ex: Exchange, capture: str, conn_key: str, *, defs=None,
+                  with_records: bool = False) -> dict[str, list[dict]]:
+    """Rows of one exchange: ``{"exchanges": [row], "partitions": [...], "issues": [...],
+    "records": [...]}`` (``records`` only with ``with_records``).
+
+    Args:
+        ex: the exchange.
+        capture: capture file name for the ``capture`` column.
+        conn_key: :func:`connection_key` of the exchange's TCP connection.
+        defs: definitions (to find partitions in bodies and name error codes; default: the
+            installed ones).
+        with_records: also build one ``records`` row per decoded record.
+    """
+    if defs is None:
+        defs = _default_defs()
+    xid = exchange_id(ex, conn_key)
+    tcols = time_columns(ex.ts_ns)
+    q, r = ex.request, ex.response
+    row = {"capture": capture, **tcols, "exchange_id": xid, "connection_key": conn_key,
+           **_endpoints(ex.client, ex.broker),
+           "status": ex.status, "api_key": ex.api_key, "api_name": ex.api_name,
+           "api_version": ex.api_version, "correlation_id": ex.correlation_id,
+           "client_id": ex.client_id, "latency_ns": ex.latency_ns,
+           "latency_ms": ex.latency_ns / 1e6 if ex.latency_ns is not None else None,
+           "request_bytes": ex.request_bytes, "response_bytes": ex.response_bytes,
+           "request_first_ts_ns": q.first_ts_ns if q is not None else None,
+           "request_last_ts_ns": q.last_ts_ns if q is not None else None,
+           "response_first_ts_ns": r.first_ts_ns if r is not None else None,
+           "response_last_ts_ns": r.last_ts_ns if r is not None else None,
+           "request_complete": q.complete if q is not None else None,
+           "response_complete": r.complete if r is not None else None,
+           "errors": list(ex.errors), "error_count": len(ex.errors),
+           "throttle_time_ms": _int(ex.throttle_time_ms),
+           "topics": _topics(ex), "topic_ids": list(ex.topic_ids),
+           "inferred": ex.inferred, "assumed_version": ex.assumed_version,
+           "issue_kinds": list(dict.fromkeys(str(i.kind) for i in ex.issues)),
+           "issue_count": len(ex.issues),
+           "request_json": body_json(q), "response_json": body_json(r)}
+    s = ex.records
+    if s is not None:
+        row.update(_record_summary_columns(s))
+        row.update(min_timestamp_ms=s.min_timestamp_ms, max_timestamp_ms=s.max_timestamp_ms,
+                   transactional=s.transactional, control=s.control)
+    pbase = {"capture": capture, **tcols, "exchange_id": xid, "api_key": ex.api_key,
+             "api_name": ex.api_name, "api_version": ex.api_version,
+             "client_id": ex.client_id, "client": ex.client, "broker": ex.broker}
+    out = {"exchanges": [row], "partitions": partition_rows(ex, pbase, defs),
+           "issues": [issue_row(i, capture, conn_key, xid, ex.ts_ns) for i in ex.issues]}
+    if with_records:
+        out["records"] = record_rows(ex, xid, capture, defs)
+    return out
+
+
+@lru_cache(maxsize=1)
+def _default_defs():
+    from kafkasniff.protocol.schema import load_definitions
+
+    return load_definitions()
+
+
+# ------------------------------------------------------------------------------- the others
+
+def issue_row(issue: DecodeIssue, capture: str, conn_key: str | None,
+              xid: str | None = None, fallback_ts_ns: int = 0) -> dict:
+    """The ``issues`` row of an issue (``xid``: its exchange's id, ``None`` when standalone;
+    ``fallback_ts_ns``: the time used when the issue carries none)."""
+    return {"capture": capture, **time_columns(issue.ts_ns or fallback_ts_ns),
+            "exchange_id": xid, "connection_key": conn_key, "kind": str(issue.kind),
+            "severity": str(issue.severity), "message": issue.message,
+            "client": issue.client, "broker": issue.broker, "direction": issue.direction,
+            "stream_offset": issue.stream_offset, "length_bytes": issue.length_bytes,
+            "field_path": issue.field_path, "frame_offset": issue.frame_offset,
+            "correlation_id": issue.correlation_id, "api_key": issue.api_key,
+            "api_version": issue.api_version}
+
+
+def connection_row(summary, capture: str) -> dict:
+    """The ``connections`` row of a :class:`kafkasniff.pipeline.ConnectionSummary`."""
+    tls = summary.tls or {}
+    ch = tls.get("client_hello") or {}
+    sh = tls.get("server_hello") or {}
+    sasl = summary.sasl or {}
+    return {"capture": capture, **time_columns(summary.first_ts_ns),
+            "connection_key": connection_key(summary.client, summary.broker,
+                                             summary.first_ts_ns),
+            "kind": summary.kind, **_endpoints(summary.client, summary.broker),
+            "first_ts": summary.first_ts_ns // 1000, "first_ts_ns": summary.first_ts_ns,
+            "last_ts": summary.last_ts_ns // 1000, "last_ts_ns": summary.last_ts_ns,
+            "duration_ns": summary.last_ts_ns - summary.first_ts_ns,
+            "handshake_seen": summary.handshake_seen, "closed": summary.closed or "",
+            "bytes_to_broker": summary.bytes_to_broker,
+            "bytes_to_client": summary.bytes_to_client, "segments": summary.segments,
+            "gap_bytes": summary.gap_bytes, "retransmitted_bytes": summary.retransmitted_bytes,
+            "overlap_conflicts": summary.overlap_conflicts, "exchanges": summary.exchanges,
+            "unanswered": summary.unanswered, "orphans": summary.orphans,
+            "tls_version": (sh.get("version") or ch.get("version")) if tls else None,
+            "tls_sni": ch.get("sni"),
+            "tls_alpn": list(ch.get("alpn") or ()) if ch else None,
+            "sasl_mechanism": _str(sasl.get("mechanism")),
+            "sasl_username": _str(sasl.get("username")),
+            "sasl_state": _str(sasl.get("state"))}
+
+
+def topic_row(topic, capture: str) -> dict:
+    """The ``topic_ids`` row of a :class:`kafkasniff.pipeline.TopicName`."""
+    return {"capture": capture, **time_columns(topic.ts_ns), "topic_id": topic.topic_id,
+            "topic_name": topic.name, "first_seen": topic.ts_ns // 1000,
+            "first_seen_ts_ns": topic.ts_ns}

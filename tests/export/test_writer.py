@@ -1,0 +1,290 @@
+"""The writers: Hive partitions, atomic files, bounded memory, the export command."""
+
+from __future__ import annotations
+
+import gc
+import json
+import tracemalloc
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from click.testing import CliRunner
+
+from kafkasniff.export import rows as R
+from kafkasniff.export.command import export_command
+from kafkasniff.export.schema import SCHEMAS, TABLES
+from kafkasniff.export.writer import (ExportSink, TableWriter, export_captures,
+                                      normalize_partition_by)
+from tests.conftest import CAPTURES
+from tests.export.conftest import capture_options, decoded_values
+
+PCAP = CAPTURES / "librdkafka_produce_consume.pcap"
+HOUR_NS = 3_600_000_000_000
+
+
+def issue_rows(n: int, start_ns: int = 1_704_067_200 * 10**9, step_ns: int = 10**9) -> list:
+    from kafkasniff.issues import DecodeIssue
+
+    return [R.issue_row(DecodeIssue("tcp_gap", "warning", f"gap {i}", start_ns + i * step_ns,
+                                    1, "10.0.0.1:5000", "10.0.0.2:9092", "request", i, 1),
+                        "x.pcap", "k") for i in range(n)]
+
+
+def files_in(d: Path) -> list[Path]:
+    return sorted(p for p in d.rglob("*") if p.is_file())
+
+
+def test_partition_by_date_and_hour(tmp_path):
+    rows = issue_rows(10, step_ns=HOUR_NS // 2)  # 5 hours, starting 2024-01-01T00:00Z
+    sink = ExportSink(tmp_path, file_stem="x.pcap", partition_by=("date", "hour"))
+    sink.add_rows("issues", rows)
+    counts = sink.close()
+    assert counts["issues"] == 10
+    got = sorted(str(p.relative_to(tmp_path)) for p in (tmp_path / "issues").rglob("*.parquet"))
+    assert got == [f"issues/date=2024-01-01/hour={h:02d}/part-x.pcap-0.parquet" for h in range(5)]
+    t = pq.read_table(tmp_path / "issues/date=2024-01-01/hour=03/part-x.pcap-0.parquet")
+    assert t.num_rows == 2 and set(t.column("hour").to_pylist()) == {3}
+    assert t.schema.equals(SCHEMAS["issues"], check_metadata=True)
+    # tables without rows: one empty file in the partition of the given time
+    for table in ("exchanges", "partitions", "connections", "topic_ids"):
+        empty = list((tmp_path / table).rglob("*.parquet"))
+        assert len(empty) == 1 and pq.read_table(empty[0]).num_rows == 0
+    assert not (tmp_path / "records").exists()
+    ds = pq.read_table(tmp_path / "issues", schema=SCHEMAS["issues"])  # hive dataset read
+    assert ds.num_rows == 10
+
+
+def test_partition_by_values():
+    assert normalize_partition_by("hour,date") == ("date", "hour")
+    assert normalize_partition_by(("date",)) == ("date",)
+    assert normalize_partition_by("") == ()
+    with pytest.raises(ValueError):
+        normalize_partition_by("week")
+
+
+def test_files_appear_atomically(tmp_path):
+    path = tmp_path / "issues" / "part-x-0.parquet"
+    w = TableWriter(path, "issues", row_group_rows=4)
+    w.write_many(issue_rows(10))
+    w.flush()
+    visible = [p for p in files_in(tmp_path) if not p.name.startswith(".")]
+    assert visible == [] and not path.exists()
+    assert [p.name for p in files_in(tmp_path)] == [".part-x-0.parquet.inprogress"]
+    assert w.close()
+    assert files_in(tmp_path) == [path]
+    md = pq.ParquetFile(path).metadata
+    assert md.num_rows == 10 and md.num_row_groups == 3
+    assert md.row_group(0).column(0).compression == "ZSTD"
+
+
+def test_sink_keeps_files_hidden_until_closed(tmp_path):
+    sink = ExportSink(tmp_path, file_stem="x", row_group_rows=3)
+    sink.add_rows("issues", issue_rows(20))
+    assert all(p.name.startswith(".") for p in files_in(tmp_path))
+    sink.close()
+    assert not [p for p in files_in(tmp_path) if p.name.startswith(".")]
+
+
+def test_abort_leaves_no_temporary_file(tmp_path):
+    w = TableWriter(tmp_path / "part-0.parquet", "issues", row_group_rows=2)
+    w.write_many(issue_rows(5))
+    w.flush()
+    w.abort()
+    assert files_in(tmp_path) == []
+    w = TableWriter(tmp_path / "part-0.jsonl", "issues", fmt="jsonl")
+    w.write_many(issue_rows(5))
+    w.abort()
+    assert files_in(tmp_path) == []
+
+
+def test_export_failure_removes_files_in_progress(tmp_path):
+    from kafkasniff.errors import KafkaSniffError
+
+    bad = tmp_path / "bad.pcap"
+    bad.write_bytes(b"not a capture at all")
+    with pytest.raises(KafkaSniffError):
+        export_captures([PCAP, bad], tmp_path / "out", options=capture_options(PCAP))
+    assert not [p for p in files_in(tmp_path / "out") if p.name.startswith(".")]
+
+
+def test_null_in_required_column_is_refused(tmp_path):
+    w = TableWriter(tmp_path / "p.parquet", "issues")
+    row = issue_rows(1)[0]
+    row["kind"] = None
+    w.write(row)
+    with pytest.raises(ValueError, match="issues.kind"):
+        w.flush()
+    w.abort()
+
+
+def test_least_recently_used_files_are_finished(tmp_path):
+    rows = issue_rows(6, step_ns=HOUR_NS)  # one row per hour, 6 hours, twice
+    sink = ExportSink(tmp_path, file_stem="x", partition_by=("hour",), max_open_files=2)
+    sink.add_rows("issues", rows)
+    sink.add_rows("issues", rows)
+    sink.close()
+    hour0 = sorted(p.name for p in (tmp_path / "issues" / "hour=00").iterdir())
+    assert hour0 == ["part-x-0.parquet", "part-x-1.parquet"]
+    total = sum(pq.read_table(p).num_rows for p in (tmp_path / "issues").rglob("*.parquet"))
+    assert total == 12
+
+
+def test_file_names_carry_capture_and_tag(tmp_path):
+    counts = export_captures([PCAP], tmp_path, options=capture_options(PCAP),
+                             capture_name="orig/capture 1.pcap", file_tag="shard-3")
+    assert counts["exchanges"] > 0
+    names = {p.name for p in (tmp_path / "exchanges").iterdir()}
+    assert names == {"part-orig_capture_1.pcap-shard-3-0.parquet"}
+    caps = set(pq.read_table(tmp_path / "exchanges").column("capture").to_pylist())
+    assert caps == {"orig/capture 1.pcap"}
+
+
+def test_several_files_are_one_capture(tmp_path):
+    a, b = CAPTURES / "crafted_sasl.pcap", CAPTURES / "crafted_records.pcap"
+    counts = export_captures([a, b], tmp_path)
+    caps = pq.read_table(tmp_path / "exchanges").column("capture").to_pylist()
+    assert set(caps) == {a.name, b.name}
+    assert counts["exchanges"] == len(caps)
+
+
+def _replay(tmp_path: Path, rounds: int, values) -> int:
+    """Write ``rounds`` copies of a capture's values through one sink; tracemalloc peak."""
+    gc.collect()
+    tracemalloc.start()
+    sink = ExportSink(tmp_path / f"r{rounds}", file_stem="x", row_group_rows=64,
+                      with_records=True, partition_by=("date",))
+    for _ in range(rounds):
+        for ex in values.exchanges:
+            sink.add(ex, capture="x", conn_first_ts_ns=ex.ts_ns - 1)
+        for i in values.issues:
+            sink.add(i, capture="x", conn_first_ts_ns=1)
+        for s in values.summaries:
+            sink.add(s, capture="x")
+    counts = sink.close()
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert counts["exchanges"] == rounds * len(values.exchanges)
+    return peak
+
+
+def test_memory_does_not_grow_with_the_capture(tmp_path):
+    values = decoded_values(CAPTURES / "librdkafka_midstream.pcap")
+    _replay(tmp_path, 1, values)  # warm caches (plans, interest trees, date strings)
+    small = _replay(tmp_path, 2, values)
+    big = _replay(tmp_path, 8, values)
+    assert big < small * 1.3 + 256 * 1024, (small, big)
+    rows = pq.read_metadata(next((tmp_path / "r8" / "exchanges").rglob("*.parquet")))
+    assert rows.num_rows == 8 * len(values.exchanges) and rows.num_row_groups > 8
+    assert pa.total_allocated_bytes() < 64 * 1024 * 1024
+
+
+def test_export_command(tmp_path):
+    ports = []
+    for p in json.loads(PCAP.with_suffix(".truth.json").read_text())["broker_ports"]:
+        ports += ["--port", str(p)]
+    out = tmp_path / "out"
+    res = CliRunner().invoke(export_command, [str(PCAP), "-o", str(out), "--records",
+                                              "--partition-by", "date,hour", *ports,
+                                              "--row-group-rows", "10"])
+    assert res.exit_code == 0, res.output
+    line = res.output.strip().splitlines()[-1]
+    assert line.startswith("export: exchanges 62, partitions ")
+    for table in TABLES:
+        assert list((out / table).glob("date=*/hour=*/part-librdkafka_produce_consume.pcap-*"
+                                       ".parquet")), table
+    md = pq.read_metadata(next((out / "exchanges").rglob("*.parquet")))
+    assert md.num_row_groups == 7
+    res = CliRunner().invoke(export_command, [str(PCAP), "-o", str(tmp_path / "j"), "-q",
+                                              "--format", "jsonl", *ports])
+    assert res.exit_code == 0 and res.output == ""
+    assert len((tmp_path / "j" / "exchanges").glob("*.jsonl").__next__().read_text()
+               .splitlines()) == 62
+    assert not (tmp_path / "j" / "records").exists()
+
+
+@pytest.mark.parametrize("args", [["--partition-by", "week"], ["--format", "csv"],
+                                  ["--row-group-rows", "0"], []])
+def test_export_command_usage_errors(tmp_path, args):
+    base = [str(PCAP)] if args else [str(CAPTURES / "missing.pcap")]
+    res = CliRunner().invoke(export_command, base + ["-o", str(tmp_path / "o"), *args])
+    assert res.exit_code == 2
+
+
+def test_memory_budget_writes_row_groups_early(tmp_path):
+    sink = ExportSink(tmp_path, file_stem="x", row_group_rows=10**6,
+                      memory_budget_bytes=256 * 1024)
+    sink.add_rows("issues", issue_rows(6000))
+    sink.close()
+    md = pq.read_metadata(next((tmp_path / "issues").glob("*.parquet")))
+    assert md.num_rows == 6000 and md.num_row_groups > 1
+
+
+def test_connection_tap_forgets_closed_connections():
+    from kafkasniff.capture.pcapfile import open_capture
+    from kafkasniff.export.writer import ConnectionTap
+    from kafkasniff.pipeline import Pipeline
+
+    pcap = CAPTURES / "librdkafka_errors_latency.pcap"
+    pipe = Pipeline(capture_options(pcap, meta_records=True))
+    tap = ConnectionTap(pipe)
+    assert pipe.reassembler is tap
+    seen, most = {}, 0
+    with open_capture(pcap) as packets:
+        for pkt in packets:
+            for rec in pipe.feed(pkt):
+                cid = getattr(rec, "conn_id", None)
+                if cid is not None:
+                    assert cid in tap.first_ts
+                    seen[cid] = tap.first_ts[cid]
+            tap.release()
+            most = max(most, len(tap.first_ts))
+    for rec in pipe.finish():
+        if type(rec).__name__ == "ConnectionSummary":
+            assert tap.first_ts[rec.conn_id] == rec.first_ts_ns == seen.get(rec.conn_id,
+                                                                              rec.first_ts_ns)
+    tap.release()
+    assert tap.first_ts == {}
+    assert 0 < most < len(decoded_values(pcap).summaries)
+
+
+def test_sink_restricted_to_some_tables(tmp_path):
+    sink = ExportSink(tmp_path, file_stem="x-split", tables=("issues",))
+    sink.add_rows("issues", issue_rows(3))
+    sink.add_rows("exchanges", [{"whatever": 1}])  # not written
+    assert sink.close() == {"issues": 3}
+    assert [p.name for p in tmp_path.iterdir()] == ["issues"]
+    with pytest.raises(ValueError):
+        ExportSink(tmp_path, tables=("nope",))
+
+
+def test_a_bug_on_one_exchange_is_an_issue_not_a_failure(tmp_path, monkeypatch):
+    values = decoded_values(PCAP)
+    real = R.exchange_rows
+
+    def flaky(ex, *a, **kw):
+        if ex is values.exchanges[3]:
+            raise KeyError("boom")
+        return real(ex, *a, **kw)
+
+    monkeypatch.setattr(R, "exchange_rows", flaky)
+    sink = ExportSink(tmp_path, file_stem="x")
+    for ex in values.exchanges:
+        sink.add(ex, capture="x", conn_first_ts_ns=ex.ts_ns)
+    counts = sink.close()
+    assert sink.internal_errors == 1
+    assert counts["exchanges"] == len(values.exchanges) - 1
+    issues = pq.read_table(tmp_path / "issues").to_pylist()
+    bad = [i for i in issues if i["kind"] == "internal_error"]
+    assert len(bad) == 1 and "KeyError" in bad[0]["message"] and bad[0]["severity"] == "error"
+
+
+def test_export_through_the_main_command(tmp_path):
+    from kafkasniff.cli import main
+
+    res = CliRunner().invoke(main, ["export", str(CAPTURES / "crafted_sasl.pcap"), "-o",
+                                    str(tmp_path)])
+    assert res.exit_code == 0, res.output
+    assert "export: exchanges 22," in res.output
+    assert pq.read_table(tmp_path / "exchanges").num_rows == 22
