@@ -34,6 +34,12 @@ Why our own reader rather than dpkt or scapy: dpkt's pcapng ``Reader`` honours o
 interface of the first section (link type and timestamp resolution) and converts timestamps to
 float seconds, losing nanoseconds; scapy's readers are several times slower per packet and
 build full packet objects we do not need.
+
+Seeking (used to find a frame's bytes again, :mod:`kafkasniff.capture.frames`): with
+``checkpoint_every=N`` a source records a :class:`Checkpoint` (file offset, timestamp, reader
+state) at its first packet and every N packets after it; ``open_capture(path,
+start=checkpoint)`` reopens an uncompressed capture file and reads from that packet on. Gzip
+streams and stdin cannot be reopened at an offset (their checkpoints still count packets).
 """
 
 from __future__ import annotations
@@ -53,6 +59,7 @@ from kafkasniff.issues import DecodeIssue, IssueKind, Severity
 __all__ = [
     "MAX_RECORD_BYTES",
     "READ_CHUNK_BYTES",
+    "Checkpoint",
     "PacketSource",
     "open_capture",
 ]
@@ -88,6 +95,27 @@ _OPT_IF_TSRESOL = 9
 _OPT_IF_TSOFFSET = 14
 
 _NS_PER_S = 1_000_000_000
+
+
+class Checkpoint(tuple):
+    """Where a packet starts in a capture file, to read again from it.
+
+    A tuple ``(offset, ts_ns, packet_index, state)``: ``offset`` is the byte offset of the
+    packet's record (pcap) or block (pcapng) in the file (in the decompressed stream for gzip
+    sources, which cannot seek); ``ts_ns`` its timestamp; ``packet_index`` how many packets
+    come before it; ``state`` what a pcapng reader needs to go on from there (byte order,
+    the section's interfaces, last timestamp), ``None`` for pcap.
+    """
+
+    __slots__ = ()
+
+    def __new__(cls, offset: int, ts_ns: int, packet_index: int, state: tuple | None = None):
+        return tuple.__new__(cls, (offset, ts_ns, packet_index, state))
+
+    offset = property(lambda self: self[0])
+    ts_ns = property(lambda self: self[1])
+    packet_index = property(lambda self: self[2])
+    state = property(lambda self: self[3])
 
 
 class _Structs:
@@ -197,6 +225,9 @@ class PacketSource:
             (pcap: ``{0: link_type}`` from the file header).
         blocks_skipped: pcapng blocks of types not read (NRB, ISB, DSB, custom, ...).
         issues: :class:`DecodeIssue` records (at most one: reading stops at the first damage).
+        checkpoints: :class:`Checkpoint` of the first packet and of every
+            ``checkpoint_every``-th packet after it (empty unless ``checkpoint_every``).
+        seekable: the source can be reopened at a checkpoint (an uncompressed regular file).
     """
 
     def __init__(
@@ -210,6 +241,9 @@ class PacketSource:
         total_bytes: int | None,
         counter: _CountingReader | None,
         head_error: BaseException | None = None,
+        checkpoint_every: int = 0,
+        start: Checkpoint | None = None,
+        seekable: bool = False,
     ) -> None:
         self.name = name
         self.format = fmt
@@ -219,6 +253,10 @@ class PacketSource:
         self.link_types: dict[int, int] = {}
         self.blocks_skipped = 0
         self.issues: list[DecodeIssue] = []
+        self.checkpoints: list[Checkpoint] = []
+        self.seekable = seekable
+        self._every = checkpoint_every
+        self._start = start
         self._read = read
         self._head = head
         self._closers = closers
@@ -234,6 +272,11 @@ class PacketSource:
             self._read_error(head_error, len(head))
         if fmt == "pcap":
             self._parse_pcap_header()
+        if start is not None:
+            # the file was positioned at the checkpoint's offset by open_capture
+            self._head = b""
+            self._offset = self._nread = start.offset
+            self.packets_read = start.packet_index
         self._iter: Iterator[CapturedPacket] = (
             self._iter_pcap() if fmt == "pcap" else self._iter_pcapng()
         )
@@ -359,8 +402,10 @@ class PacketSource:
             return
         buf = self._head
         self._head = b""
-        pos = _PCAP_HEADER_BYTES
+        pos = _PCAP_HEADER_BYTES if self._start is None else 0
         end = len(buf)
+        every = self._every
+        cps = self.checkpoints
         rec = self._s.pcap_rec.unpack_from
         link = self._link_type
         frac_ns = self._pcap_frac_ns
@@ -374,8 +419,10 @@ class PacketSource:
                 nxt = pos + 16 + caplen
                 if nxt > end or caplen > max_rec:
                     break
-                self.packets_read += 1
                 ts = sec * 1_000_000_000 + frac * frac_ns
+                if every and not self.packets_read % every:
+                    cps.append(Checkpoint(self._offset + pos, ts, self.packets_read))
+                self.packets_read += 1
                 yield packet(ts, link, buf[pos + 16:nxt], origlen, 0)
                 pos = nxt
             # slow path: need more data (or garbage)
@@ -414,6 +461,16 @@ class PacketSource:
         ifaces: list[tuple[int, int, int, int, int, int]] = []
         have_section = False
         packet = CapturedPacket
+        every = self._every
+        cps = self.checkpoints
+        ifaces_t: tuple = ()
+        if self._start is not None:
+            big, ifaces_t, self._last_ts_ns = self._start.state
+            s = _BE if big else _LE
+            ifaces = list(ifaces_t)
+            for gid, link, *_rest in ifaces:
+                self.link_types[gid] = link
+            have_section = True
         while True:
             if pos + 12 > end:
                 buf = self._refill(buf, pos, 12)
@@ -488,6 +545,9 @@ class PacketSource:
                     ts = ts // factor + off_ns
                 else:
                     ts = ((ts * 1_000_000_000) >> factor) + off_ns
+                if every and not self.packets_read % every:
+                    cps.append(Checkpoint(self._offset + pos, ts, self.packets_read,
+                                          (s is _BE, ifaces_t, self._last_ts_ns)))
                 self._last_ts_ns = ts
                 self.packets_read += 1
                 yield packet(ts, link, buf[pos + 28:pos + 28 + caplen], origlen, gid)
@@ -501,6 +561,9 @@ class PacketSource:
                 caplen = min(origlen, blen - 16)
                 if snap:
                     caplen = min(caplen, snap)
+                if every and not self.packets_read % every:
+                    cps.append(Checkpoint(self._offset + pos, self._last_ts_ns, self.packets_read,
+                                          (s is _BE, ifaces_t, self._last_ts_ns)))
                 self.packets_read += 1
                 yield packet(self._last_ts_ns, link, buf[pos + 12:pos + 12 + caplen], origlen, gid)
             elif btype == _BT_IDB:
@@ -509,9 +572,11 @@ class PacketSource:
                 gid = len(self.link_types)
                 self.link_types[gid] = link
                 ifaces.append((gid, link, snap, kind, factor, off_ns))
+                ifaces_t = tuple(ifaces)
             elif btype == _PCAPNG_SHB:
                 have_section = True
                 ifaces = []
+                ifaces_t = ()
                 self._last_ts_ns = 0
             else:
                 self.blocks_skipped += 1
@@ -544,13 +609,18 @@ class PacketSource:
         return 1, 10 ** (resol - 9), off_ns
 
 
-def open_capture(source: str | os.PathLike[str] | IO[bytes]) -> PacketSource:
+def open_capture(source: str | os.PathLike[str] | IO[bytes], *, checkpoint_every: int = 0,
+                 start: Checkpoint | None = None) -> PacketSource:
     """Open a pcap or pcapng capture (optionally gzip-compressed) for streaming.
 
     Args:
         source: a path (``str`` or ``os.PathLike``), ``"-"`` for standard input
             (``sys.stdin.buffer``; read without seeking), or a binary file object (only
             ``read``/``read1`` is used; it is not closed by :meth:`PacketSource.close`).
+        checkpoint_every: record a :class:`Checkpoint` at the first packet and every this
+            many packets (``PacketSource.checkpoints``); 0: none.
+        start: a checkpoint recorded earlier on the same file: read from that packet on
+            (the file is positioned with ``seek``; only uncompressed, seekable sources).
 
     Returns:
         A :class:`PacketSource` yielding :class:`CapturedPacket` values.
@@ -558,7 +628,8 @@ def open_capture(source: str | os.PathLike[str] | IO[bytes]) -> PacketSource:
     Raises:
         CaptureError: the source cannot be read at all (missing, unreadable, empty, or not a
             pcap/pcapng/gzip file), with a one-line message naming the source and why, e.g.
-            ``x.txt: not a pcap or pcapng file (starts with 48 65 6c 6c)``.
+            ``x.txt: not a pcap or pcapng file (starts with 48 65 6c 6c)``; or ``start`` was
+            given for a source that cannot seek (gzip, pipe).
     """
     closers: list[Callable[[], object]] = []
     if isinstance(source, (str, os.PathLike)) and os.fspath(source) == "-":
@@ -588,7 +659,7 @@ def open_capture(source: str | os.PathLike[str] | IO[bytes]) -> PacketSource:
     else:
         raise CaptureError(f"{source!r}: not a path, '-', or a binary file object")
     try:
-        return _open_stream(f, name, closers)
+        return _open_stream(f, name, closers, checkpoint_every, start)
     except BaseException:
         for close in closers:
             close()
@@ -615,8 +686,17 @@ def _size_from_here(f: IO[bytes]) -> int | None:
     return None
 
 
-def _open_stream(f: IO[bytes], name: str, closers: list[Callable[[], object]]) -> PacketSource:
+def _seekable(f: IO[bytes]) -> bool:
+    try:
+        return bool(f.seekable()) and stat.S_ISREG(os.fstat(f.fileno()).st_mode)
+    except (OSError, AttributeError, ValueError):
+        return False
+
+
+def _open_stream(f: IO[bytes], name: str, closers: list[Callable[[], object]],
+                 checkpoint_every: int = 0, start: Checkpoint | None = None) -> PacketSource:
     total = _size_from_here(f)
+    seekable = _seekable(f)
     read = _reader_of(f)
     head, err = _read_head(read, 24)
     if not head:
@@ -647,5 +727,18 @@ def _open_stream(f: IO[bytes], name: str, closers: list[Callable[[], object]]) -
     else:
         raise CaptureError(f"{name}: {kind}not a pcap or pcapng file (starts with "
                            f"{_hex4(head)})")
+    if counter is not None:
+        seekable = False
+    if start is not None:
+        if not seekable:
+            raise CaptureError(f"{name}: cannot read from a checkpoint (not an uncompressed, "
+                               f"seekable file)")
+        if (start.state is None) != (fmt == "pcap"):
+            raise CaptureError(f"{name}: checkpoint of another capture format")
+        f.seek(start.offset)
+        if fmt == "pcap":
+            head = head[:_PCAP_HEADER_BYTES]
+        err = None
     return PacketSource(name=name, fmt=fmt, read=read, head=head, closers=closers,
-                        total_bytes=total, counter=counter, head_error=err)
+                        total_bytes=total, counter=counter, head_error=err,
+                        checkpoint_every=checkpoint_every, start=start, seekable=seekable)

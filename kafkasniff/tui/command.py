@@ -1,0 +1,68 @@
+"""``kafkasniff tui FILE...``: the terminal UI over capture files.
+
+Registered in :mod:`kafkasniff.cli` (``main.add_command(tui_command, "tui")``). Textual is
+imported only when the command runs, so ``read``, ``stats`` and ``export`` never load it.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from kafkasniff.cli import _inputs, input_options
+
+
+@click.command("tui")
+@input_options
+@click.option("--save-dir", type=click.Path(file_okay=False), default=None,
+              help="Where saved views and copied exchanges go (default: the current "
+                   "directory).")
+@click.option("--view", "initial_tab", default="exchanges", show_default=True,
+              type=click.Choice(["overview", "exchanges", "connections", "clients", "topics",
+                                 "issues"]), help="View shown first.")
+def tui_command(files, read_files, ports, detect, max_frame_bytes, definitions,
+                max_uncompressed_bytes, wire_format, show_secrets, save_dir, initial_tab):
+    """Browse captures in a terminal UI: dashboards, exchanges, detail with hex view.
+
+    The capture loads progressively in the background; press ? for every key.
+    Secrets stay redacted unless --show-secrets.
+    """
+    inp = _inputs(files, read_files, ports, detect, max_frame_bytes, definitions,
+                  max_uncompressed_bytes, wire_format, show_secrets)
+    if "-" in inp.sources and sys.stdin.isatty():
+        raise click.UsageError("'-' reads a capture from stdin, but stdin is a terminal")
+    from kafkasniff.capture.pcapfile import open_capture
+    from kafkasniff.errors import KafkaSniffError
+
+    for src in inp.sources:       # fail like the other commands before taking the terminal
+        if src != "-":
+            try:
+                open_capture(src).close()
+            except KafkaSniffError as exc:
+                click.echo(f"kafkasniff: error: {exc}", err=True)
+                sys.exit(2)
+    stdin = None
+    if "-" in inp.sources:
+        # the UI needs the terminal: read the capture from a duplicate of stdin, then point
+        # stdin at the terminal
+        import os
+
+        stdin = os.fdopen(os.dup(0), "rb", buffering=0)
+        try:
+            tty = open("/dev/tty", "rb")  # noqa: SIM115 - kept open for the app's lifetime
+            os.dup2(tty.fileno(), 0)
+        except OSError:
+            raise click.UsageError("reading the capture from stdin needs a terminal "
+                                   "(/dev/tty) for the UI") from None
+
+    from kafkasniff.tui.app import KafkaSniffApp, configure_process
+    from kafkasniff.tui.source import FileSource
+
+    source = FileSource(inp.sources, inp.pipeline_options(), stdin=stdin)
+    app = KafkaSniffApp(source, save_dir=save_dir, initial_tab=initial_tab)
+    configure_process()
+    app.run()
+    if source.error:
+        click.echo(f"kafkasniff: error: {source.error}", err=True)
+        sys.exit(2)

@@ -1,0 +1,314 @@
+"""Table models: what each view's :class:`~kafkasniff.tui.widgets.VirtualTable` shows.
+
+Formatting reads the summary columns directly (no per-row objects), so drawing a screen of
+the exchanges table costs the same with 100 or 10 million rows.
+"""
+
+from __future__ import annotations
+
+import time as _time
+from array import array
+from typing import Sequence
+
+from kafkasniff.tui.aggregates import ClientRow, ConnRow, StatRow, TopicRow
+from kafkasniff.tui.store import STATUSES, SummaryStore
+from kafkasniff.tui.widgets import Column
+
+STATUS_SHORT = {"paired": "ok", "no_response_expected": "no-resp", "unanswered": "unanswered",
+                "orphan_response": "orphan"}
+
+
+def fmt_time(ts_ns: int) -> str:
+    """``HH:MM:SS.ffffff`` (UTC)."""
+    if not ts_ns:
+        return "-"
+    sec, ns = divmod(ts_ns, 1_000_000_000)
+    return _time.strftime("%H:%M:%S", _time.gmtime(sec)) + f".{ns // 1000:06d}"
+
+
+def fmt_date_time(ts_ns: int) -> str:
+    """``YYYY-MM-DD HH:MM:SS.ffffff`` (UTC)."""
+    if not ts_ns:
+        return "-"
+    sec, ns = divmod(ts_ns, 1_000_000_000)
+    return _time.strftime("%Y-%m-%d %H:%M:%S", _time.gmtime(sec)) + f".{ns // 1000:06d}"
+
+
+def fmt_ms(ns: int | None) -> str:
+    """Milliseconds with 3 decimals (``-`` when unknown)."""
+    if ns is None or ns < 0:
+        return "-"
+    return f"{ns / 1e6:.3f}ms"
+
+
+def fmt_bytes(n: float) -> str:
+    """``812B``, ``1.2KB``, ``3.4MB`` (powers of 1024)."""
+    n = float(n)
+    for unit in ("B", "KB", "MB", "GB"):
+        if abs(n) < 1024 or unit == "GB":
+            return f"{n:.0f}{unit}" if unit == "B" else f"{n:.1f}{unit}"
+        n /= 1024
+    return f"{n:.1f}GB"
+
+
+def fmt_count(n: int) -> str:
+    return f"{n:,}"
+
+
+def fmt_rate(r: float) -> str:
+    return f"{r:,.1f}/s" if r < 100 else f"{r:,.0f}/s"
+
+
+# ------------------------------------------------------------------------------------ exchanges
+
+EXCHANGE_COLUMNS = [
+    Column("time", "Time (UTC)", 15, priority=0),
+    Column("api", "API", 18, priority=0),
+    Column("corr", "Corr", 6, "right", priority=3),
+    Column("client_id", "Client id", 16, priority=1),
+    Column("client", "Client → broker", 34, priority=5),
+    Column("latency", "Latency", 11, "right", priority=0),
+    Column("status", "Status", 10, priority=2),
+    Column("errors", "Errors", 16, priority=0),
+    Column("throttle", "Thr ms", 6, "right", priority=4),
+    Column("bytes", "Req/resp B", 13, "right", priority=4),
+    Column("topics", "Topics", 14, priority=2, flex=True),
+    Column("records", "Records", 16, priority=6),
+    Column("issues", "Issues", 16, priority=3),
+]
+
+
+class ExchangeModel:
+    """The rows of a view (``array`` of row numbers) of a :class:`SummaryStore`."""
+
+    def __init__(self, store: SummaryStore, view: array) -> None:
+        self.store = store
+        self.view = view
+
+    def __len__(self) -> int:
+        return len(self.view)
+
+    def cells(self, index: int) -> Sequence:
+        r = self.view[index]
+        c = self.store.columns
+        t = self.store.tables
+        tup = t.tuples.items
+        ver = c["api_version"][r]
+        name = t.names.items[c["name"][r]]
+        api = name if ver < 0 else f"{name} v{ver}"
+        corr = c["corr"][r]
+        cid = t.client_ids.items[c["client_id"][r]]
+        lat = c["latency"][r]
+        status = STATUSES[c["status"][r]]
+        errors = tup[c["errors"][r]]
+        thr = c["throttle"][r]
+        topics = tup[c["topics"][r]]
+        nrec = c["records"][r]
+        issues = tup[c["issues"][r]]
+        sev = c["severity"][r]
+        if nrec >= 0:
+            info = tup[c["rec_info"][r]]
+            rec = f"{nrec} rec/{c['batches'][r]} b" + (" " + ",".join(info) if info else "")
+        else:
+            rec = ""
+        return (
+            fmt_time(c["ts"][r]),
+            api,
+            str(corr) if corr >= 0 else "-",
+            cid if cid is not None else "-",
+            f"{t.endpoints.items[c['client'][r]]} → {t.endpoints.items[c['broker'][r]]}",
+            fmt_ms(lat if lat >= 0 else None),
+            (STATUS_SHORT[status], "" if status == "paired" else "warning"),
+            (",".join(errors), "error") if errors else "",
+            (str(thr), "warning" if thr > 0 else "dim") if thr >= 0 else "",
+            f"{c['req_bytes'][r]}/{c['resp_bytes'][r]}",
+            ",".join(topics),
+            rec,
+            (",".join(issues), "error" if sev >= 3 else "warning" if sev == 2 else "dim")
+            if issues else "",
+        )
+
+
+# ------------------------------------------------------------------------------------ stat rows
+
+def stat_columns(first: str, width: int = 20) -> list[Column]:
+    return [
+        Column("key", first, width, priority=0, flex=True),
+        Column("count", "Count", 9, "right", priority=0),
+        Column("rate", "Rate", 9, "right", priority=2),
+        Column("errors", "Errors", 22, priority=1),
+        Column("p50", "p50", 10, "right", priority=1),
+        Column("p99", "p99", 10, "right", priority=0),
+        Column("max", "Max", 10, "right", priority=3),
+        Column("throttled", "Throttled", 9, "right", priority=3),
+        Column("throttle_total", "Thr total", 10, "right", priority=4),
+        Column("bytes", "Req/resp bytes", 16, "right", priority=4),
+    ]
+
+
+STAT_SORT = {
+    "key": lambda r: r.key.lower(), "count": lambda r: r.count, "rate": lambda r: r.rate_per_s,
+    "errors": lambda r: r.error_exchanges, "p50": lambda r: r.p50_ns or -1,
+    "p99": lambda r: r.p99_ns or -1, "max": lambda r: r.max_ns or -1,
+    "throttled": lambda r: r.throttled, "throttle_total": lambda r: r.throttle_total_ms,
+    "bytes": lambda r: r.request_bytes + r.response_bytes,
+}
+
+
+def stat_cells(r: StatRow) -> tuple:
+    errs = ", ".join(f"{name} {n}" for name, n in r.errors)
+    return (r.key, fmt_count(r.count), fmt_rate(r.rate_per_s), (errs, "error") if errs else "",
+            fmt_ms(r.p50_ns), fmt_ms(r.p99_ns), fmt_ms(r.max_ns),
+            (fmt_count(r.throttled), "warning") if r.throttled else "0",
+            f"{r.throttle_total_ms}ms",
+            f"{fmt_bytes(r.request_bytes)}/{fmt_bytes(r.response_bytes)}")
+
+
+class RowsModel:
+    """A model over a list of rows with a cells function, sortable by key functions."""
+
+    def __init__(self, rows: Sequence, cells, sort_keys: dict | None = None) -> None:
+        self.rows = list(rows)
+        self._cells = cells
+        self.sort_keys = sort_keys or {}
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def cells(self, index: int) -> Sequence:
+        return self._cells(self.rows[index])
+
+    def sort(self, key: str | None, reverse: bool) -> None:
+        fn = self.sort_keys.get(key) if key else None
+        if fn is not None:
+            self.rows.sort(key=fn, reverse=reverse)
+
+
+# ------------------------------------------------------------------------------------ clients
+
+CLIENT_COLUMNS = stat_columns("Client id", 20)[:4] + [
+    Column("connections", "Conns", 6, "right", priority=2),
+    Column("hosts", "Hosts", 6, "right", priority=3),
+] + stat_columns("Client id", 20)[4:]
+
+CLIENT_SORT = {**{k: (lambda f: lambda r: f(r.stats))(f) for k, f in STAT_SORT.items()},
+               "connections": lambda r: r.connections, "hosts": lambda r: r.hosts}
+
+
+def client_cells(r: ClientRow) -> tuple:
+    s = stat_cells(r.stats)
+    return s[:4] + (fmt_count(r.connections), fmt_count(r.hosts)) + s[4:]
+
+
+# ------------------------------------------------------------------------------------ connections
+
+CONN_COLUMNS = [
+    Column("conn_id", "Id", 6, "right", priority=0),
+    Column("client", "Client", 22, priority=0),
+    Column("broker", "Broker", 22, priority=1),
+    Column("client_id", "Client id", 16, priority=0, flex=True),
+    Column("exchanges", "Exch", 7, "right", priority=0),
+    Column("errors", "Errors", 6, "right", priority=1),
+    Column("issues", "Issues", 6, "right", priority=2),
+    Column("max_latency", "Max lat", 11, "right", priority=2),
+    Column("bytes", "Req/resp bytes", 16, "right", priority=3),
+    Column("state", "State", 14, priority=1),
+    Column("kind", "Kind", 7, priority=4),
+    Column("sasl", "SASL", 16, priority=4),
+    Column("gaps", "Gap B", 7, "right", priority=5),
+    Column("first", "First (UTC)", 15, priority=5),
+]
+
+CONN_SORT = {
+    "conn_id": lambda r: r.conn_id, "client": lambda r: r.client, "broker": lambda r: r.broker,
+    "client_id": lambda r: r.client_id.lower(), "exchanges": lambda r: r.exchanges,
+    "errors": lambda r: r.error_exchanges, "issues": lambda r: r.issues,
+    "max_latency": lambda r: r.max_latency_ns or -1,
+    "bytes": lambda r: r.request_bytes + r.response_bytes, "state": lambda r: r.state,
+    "kind": lambda r: r.kind, "sasl": lambda r: r.sasl, "gaps": lambda r: r.gap_bytes,
+    "first": lambda r: r.first_ts_ns,
+}
+
+
+def conn_cells(r: ConnRow) -> tuple:
+    return (str(r.conn_id), r.client, r.broker, r.client_id or "-", fmt_count(r.exchanges),
+            (str(r.error_exchanges), "error") if r.error_exchanges else "0",
+            (str(r.issues), "warning") if r.issues else "0", fmt_ms(r.max_latency_ns),
+            f"{fmt_bytes(r.request_bytes)}/{fmt_bytes(r.response_bytes)}",
+            (r.state, "ok" if r.state == "open" else ""), r.kind, r.sasl,
+            (str(r.gap_bytes), "warning") if r.gap_bytes else "0", fmt_time(r.first_ts_ns))
+
+
+# ------------------------------------------------------------------------------------ topics
+
+TOPIC_COLUMNS = [
+    Column("topic", "Topic", 20, priority=0, flex=True),
+    Column("exchanges", "Exch", 7, "right", priority=0),
+    Column("errors", "Err exch", 8, "right", priority=1),
+    Column("partition_errors", "Partition errors", 30, priority=0),
+    Column("produce", "Produce rec/bytes", 18, "right", priority=1),
+    Column("produce_rate", "Produce B/s", 11, "right", priority=2),
+    Column("fetch", "Fetch rec/bytes", 18, "right", priority=1),
+    Column("fetch_rate", "Fetch B/s", 11, "right", priority=2),
+]
+
+TOPIC_SORT = {
+    "topic": lambda r: r.topic.lower(), "exchanges": lambda r: r.exchanges,
+    "errors": lambda r: r.error_exchanges,
+    "partition_errors": lambda r: sum(n for _, _, n in r.partition_errors),
+    "produce": lambda r: r.produce_bytes, "produce_rate": lambda r: r.produce_rate_bps,
+    "fetch": lambda r: r.fetch_bytes, "fetch_rate": lambda r: r.fetch_rate_bps,
+}
+
+
+def topic_cells(r: TopicRow) -> tuple:
+    perr = ", ".join(f"p{p if p is not None else '?'} {e}×{n}" for p, e, n in r.partition_errors)
+    return (r.topic, fmt_count(r.exchanges),
+            (str(r.error_exchanges), "error") if r.error_exchanges else "0",
+            (perr, "error") if perr else "",
+            f"{fmt_count(r.produce_records)}/{fmt_bytes(r.produce_bytes)}",
+            fmt_bytes(r.produce_rate_bps) + "/s",
+            f"{fmt_count(r.fetch_records)}/{fmt_bytes(r.fetch_bytes)}",
+            fmt_bytes(r.fetch_rate_bps) + "/s")
+
+
+# ------------------------------------------------------------------------------------ issues
+
+ISSUE_COLUMNS = [
+    Column("time", "Time (UTC)", 15, priority=0),
+    Column("severity", "Severity", 8, priority=0),
+    Column("kind", "Kind", 20, priority=0),
+    Column("where", "Where", 34, priority=3),
+    Column("exchange", "Exchange", 24, priority=2),
+    Column("message", "Message", 30, priority=0, flex=True),
+]
+
+
+class IssueModel:
+    """Issues of the store (all, or a filtered list of indices into ``store.issues``)."""
+
+    def __init__(self, store: SummaryStore, indices: array | None = None) -> None:
+        self.store = store
+        self.indices = indices
+
+    def __len__(self) -> int:
+        return len(self.indices) if self.indices is not None else len(self.store.issues)
+
+    def issue_at(self, index: int):
+        k = self.indices[index] if self.indices is not None else index
+        return self.store.issue_at(k)
+
+    def cells(self, index: int) -> Sequence:
+        row, iss = self.issue_at(index)
+        sev = str(iss.severity)
+        if row >= 0:
+            c = self.store.columns
+            name = self.store.tables.names.items[c["name"][row]]
+            ver = c["api_version"][row]
+            exch = f"#{row} {name}" + (f" v{ver}" if ver >= 0 else "")
+        else:
+            exch = "(standalone)"
+        where = f"{iss.client} → {iss.broker}" if iss.client else "capture"
+        return (fmt_time(iss.ts_ns),
+                (sev, "error" if sev == "error" else "warning" if sev == "warning" else "dim"),
+                str(iss.kind), where, exch, iss.message)

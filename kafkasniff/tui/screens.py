@@ -1,0 +1,656 @@
+"""Screens pushed over the main one: detail of an exchange, help, filter, sort, save."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import ModalScreen, Screen
+from textual.widgets import (Button, Checkbox, Footer, Input, Label, OptionList, RadioButton,
+                             RadioSet, Select, Static, Tree)
+from textual.widgets.option_list import Option
+
+from kafkasniff.output.render import batch_to_dict, records_summary_line
+from kafkasniff.output.values import describe_bytes, short
+from kafkasniff.pairing.sasl import Redacted
+from kafkasniff.protocol.primitives import RawRecords
+from kafkasniff.tui.detail import Detail, parent_path
+from kafkasniff.tui.models import fmt_date_time, fmt_ms
+from kafkasniff.tui.store import STATUSES, Filter
+from kafkasniff.tui.widgets import HexView
+
+if TYPE_CHECKING:
+    from kafkasniff.tui.store import RowInfo
+
+MAX_CHILDREN = 500   # tree children added at once; a "more" node loads the next ones
+
+
+# ------------------------------------------------------------------------------------ tree
+
+class NodeData:
+    """What a detail tree node stands for: the frame side, the field path (key of the
+    frame's spans) and the value whose children are added when the node is expanded."""
+
+    __slots__ = ("side", "path", "value", "loaded", "start")
+
+    def __init__(self, side: str | None, path: str, value=None, loaded: bool = True,
+                 start: int = 0) -> None:
+        self.side = side
+        self.path = path
+        self.value = value
+        self.loaded = loaded
+        self.start = start
+
+
+def _scalar(v) -> str:
+    if v is None:
+        return "null"
+    t = type(v)
+    if t is str:
+        return json.dumps(v, ensure_ascii=False)
+    if t is bool:
+        return "true" if v else "false"
+    if t in (bytes, bytearray, memoryview):
+        b = bytes(v)
+        return f"<{len(b)} bytes> {b[:24].hex()}{'…' if len(b) > 24 else ''}"
+    if t is Redacted:
+        return str(v)
+    to_json = getattr(v, "to_json", None)
+    if to_json is not None:
+        return json.dumps(to_json(), ensure_ascii=False)
+    return str(v)
+
+
+def _label(key: str, text: str, kind: str = "") -> Text:
+    out = Text()
+    out.append(key, style="bold")
+    if text:
+        out.append(": " if kind == "" else " ")
+        out.append(text, style="red" if text.startswith("<redacted") else "")
+    return out
+
+
+def _expandable(v) -> bool:
+    t = type(v)
+    return (t is dict and bool(v)) or (t is list and bool(v)) or t is RawRecords
+
+
+def _summary_of(v) -> str:
+    t = type(v)
+    if t is dict:
+        return f"{{{len(v)} fields}}"
+    if t is list:
+        return f"[{len(v)}]"
+    if t is RawRecords:
+        rs = v.decoded
+        if rs is None:
+            return f"records {v.size_bytes} bytes (not decoded)"
+        n = sum(b.record_count for b in rs.batches)
+        return f"records {v.size_bytes} bytes, {len(rs.batches)} batch(es), {n} record(s)"
+    return _scalar(v)
+
+
+def add_value(node, side: str, key: str, path: str, value) -> None:
+    """Add ``value`` under ``node`` as ``key``: a leaf, or a lazily filled branch."""
+    if _expandable(value):
+        node.add(_label(key, _summary_of(value), "branch"),
+                 NodeData(side, path, value, loaded=False), allow_expand=True)
+    else:
+        node.add_leaf(_label(key, _scalar(value)), NodeData(side, path))
+
+
+def fill(node) -> None:
+    """Add the children of a lazily filled node (dicts, lists, records, batches)."""
+    data: NodeData = node.data
+    if data is None or data.loaded:
+        return
+    data.loaded = True
+    v, side, path = data.value, data.side, data.path
+    t = type(v)
+    if t is dict:
+        for k, x in v.items():
+            add_value(node, side, k, f"{path}.{k}", x)
+    elif t is list:
+        end = min(len(v), data.start + MAX_CHILDREN)
+        for i in range(data.start, end):
+            add_value(node, side, f"[{i}]", f"{path}[{i}]", v[i])
+        if end < len(v):
+            node.add(Text(f"… {len(v) - end} more", style="italic"),
+                     NodeData(side, path, v, loaded=False, start=end), allow_expand=True)
+    elif t is RawRecords:
+        rs = v.decoded
+        if rs is None:
+            node.add_leaf(_label("data", _scalar(v.data)), NodeData(side, path))
+            return
+        for i, b in enumerate(rs.batches):
+            bpath = f"{path}.batches[{i}]"
+            codec = f", {b.codec}" if b.codec != "none" else ""
+            crc = "" if b.crc_ok is not False else ", CRC MISMATCH"
+            label = (f"offsets {b.base_offset}-{b.last_offset}, {b.record_count} record(s), "
+                     f"magic {b.magic}{codec}{crc}{', partial' if b.partial else ''}")
+            node.add(_label(f"batch[{i}]", label, "branch"),
+                     NodeData(side, bpath, b, loaded=False), allow_expand=True)
+        if rs.partial_tail_bytes:
+            node.add_leaf(_label("partial_tail_bytes", str(rs.partial_tail_bytes)),
+                          NodeData(side, path))
+    elif hasattr(v, "record_count") and hasattr(v, "magic"):      # a Batch
+        d = batch_to_dict(v)
+        d.pop("records", None)
+        for k, x in d.items():
+            node.add_leaf(_label(k, _scalar(x)), NodeData(side, path))
+        recs = v.records or []
+        if recs:
+            rnode = node.add(_label("records", f"[{len(recs)}]", "branch"),
+                             NodeData(side, path), expand=False)
+            for j, r in enumerate(recs[:MAX_CHILDREN]):
+                rpath = f"{path}.records[{j}]"
+                ts = r.timestamp_ms
+                label = (f"offset {r.offset}  key={short(describe_bytes(r.key), 30)}  "
+                         f"value={short(describe_bytes(r.value), 40)}")
+                rn = rnode.add(Text(label), NodeData(side, rpath), expand=False)
+                rn.add_leaf(_label("offset", str(r.offset)), NodeData(side, rpath))
+                ts_text = str(ts)
+                if ts is not None and ts > 0:
+                    ts_text += f" ({fmt_date_time(ts * 1_000_000)})"
+                rn.add_leaf(_label("timestamp_ms", ts_text), NodeData(side, rpath))
+                for name, val in (("key", r.key), ("value", r.value)):
+                    _describe_node(rn, side, rpath, name, describe_bytes(val))
+                if r.headers:
+                    hn = rn.add(_label("headers", f"[{len(r.headers)}]", "branch"),
+                                NodeData(side, rpath))
+                    for hk, hv in r.headers:
+                        _describe_node(hn, side, rpath, hk, describe_bytes(hv))
+                if r.control is not None:
+                    rn.add_leaf(_label("control", _scalar(r.control)), NodeData(side, rpath))
+            if len(recs) > MAX_CHILDREN:
+                rnode.add_leaf(Text(f"… {len(recs) - MAX_CHILDREN} more (see the JSON copy)",
+                                    style="italic"), NodeData(side, path))
+
+
+def _describe_node(parent, side: str, path: str, name: str, desc: dict | None) -> None:
+    """A record key/value/header by the display rules (text, JSON, schema id, hex)."""
+    if desc is None:
+        parent.add_leaf(_label(name, "null"), NodeData(side, path))
+        return
+    text = short(desc, 80)
+    if "json" in desc and isinstance(desc["json"], (dict, list)):
+        node = parent.add(_label(name, text), NodeData(side, path))
+        _json_children(node, side, path, desc["json"])
+    else:
+        parent.add_leaf(_label(name, f"{text}  ({desc['size_bytes']} bytes)"),
+                        NodeData(side, path))
+
+
+def _json_children(node, side, path, v, depth: int = 0) -> None:
+    if depth > 20:
+        return
+    items = v.items() if isinstance(v, dict) else enumerate(v)
+    for k, x in list(items)[:MAX_CHILDREN]:
+        key = str(k) if isinstance(v, dict) else f"[{k}]"
+        if isinstance(x, (dict, list)) and x:
+            child = node.add(_label(key, f"[{len(x)}]" if isinstance(x, list) else "{…}",
+                                    "branch"), NodeData(side, path))
+            _json_children(child, side, path, x, depth + 1)
+        else:
+            node.add_leaf(_label(key, json.dumps(x, ensure_ascii=False)), NodeData(side, path))
+
+
+def build_tree(tree: Tree, detail: Detail, info: "RowInfo") -> None:
+    """Fill the detail tree: summary, request, response (header, body), issues."""
+    tree.clear()
+    root = tree.root
+    root.expand()
+    ex = detail.exchange
+    s = root.add("Summary", NodeData(None, "summary"), expand=True)
+    name = info.api_name if info.api_version < 0 else f"{info.api_name} v{info.api_version}"
+    rows = [
+        ("exchange", f"#{info.row}"),
+        ("connection", f"#{info.conn_id} {info.client} → {info.broker}"),
+        ("client_id", info.client_id if info.client_id is not None else "-"),
+        ("api", f"{name} (api_key {info.api_key})"),
+        ("correlation_id", str(info.correlation_id)),
+        ("time", fmt_date_time(info.ts_ns) + " UTC"),
+        ("status", info.status + (" (inferred)" if info.inferred else "")),
+        ("latency", fmt_ms(info.latency_ns)),
+        ("errors", ", ".join(info.errors) or "none"),
+        ("throttle_time_ms", "-" if info.throttle_time_ms is None else str(info.throttle_time_ms)),
+        ("topics", ", ".join(info.topics) or "-"),
+        ("bytes", f"request {info.req_bytes}, response {info.resp_bytes}"),
+    ]
+    if ex is not None and ex.records is not None:
+        rows.append(("records", records_summary_line(ex.records)))
+    if info.extra.get("sasl_mechanism") or info.extra.get("sasl_user"):
+        rows.append(("sasl", f"{info.extra.get('sasl_mechanism') or '?'} "
+                             f"user={info.extra.get('sasl_user') or '?'}"))
+    if info.extra.get("assumed_version") is not None:
+        rows.append(("assumed_version", str(info.extra["assumed_version"])))
+    for k, v in rows:
+        style = "red" if k == "errors" and v != "none" else ""
+        label = _label(k, "")
+        label.append(": ")
+        label.append(v, style=style)
+        s.add_leaf(label, NodeData(None, f"summary.{k}"))
+    if detail.note:
+        s.add_leaf(Text(detail.note, style="italic yellow"), NodeData(None, "summary.note"))
+    if ex is not None:
+        for side in ("request", "response"):
+            msg = getattr(ex, side)
+            if msg is None:
+                root.add_leaf(Text(f"{side.capitalize()}: not captured", style="italic"),
+                              NodeData(None, side))
+                continue
+            extra = "" if msg.complete else ", incomplete"
+            if msg.missing_bytes:
+                extra += f", {msg.missing_bytes} bytes missing"
+            node = root.add(Text(f"{side.capitalize()} ({msg.frame_bytes} bytes{extra})",
+                                 style="bold"), NodeData(side, side), expand=True)
+            node.add_leaf(_label("size", str(msg.frame_bytes - 4)),
+                          NodeData(side, f"{side}.size"))
+            hnode = node.add(Text("header", style="bold"), NodeData(side, f"{side}.header"),
+                             expand=True)
+            for k, v in msg.header.items():
+                add_value(hnode, side, k, f"{side}.header.{k}", v)
+            if msg.body is not None:
+                bnode = node.add(Text("body", style="bold"),
+                                 NodeData(side, f"{side}.body", msg.body, loaded=False),
+                                 expand=False)
+                fill(bnode)
+                bnode.expand()
+            elif msg.raw_body is not None:
+                node.add_leaf(_label("raw_body", _scalar(msg.raw_body)),
+                              NodeData(side, f"{side}.raw_body"))
+    issues = ex.issues if ex is not None else ()
+    inode = root.add(Text(f"Issues ({len(issues)})", style="bold"), NodeData(None, "issues"),
+                     expand=bool(issues))
+    for iss in issues:
+        where = f" at {iss.field_path}" if iss.field_path else ""
+        sev = str(iss.severity)
+        label = Text()
+        label.append(sev, style="red" if sev == "error" else "yellow" if sev == "warning"
+                     else "dim")
+        label.append(f" {iss.kind}{where}: {iss.message}")
+        inode.add_leaf(label, NodeData(None, "issues"))
+
+
+def span_for(detail: Detail, data: NodeData | None) -> tuple[str | None, tuple[int, int] | None]:
+    """(side, byte span) to highlight for a tree node: its own span or its nearest
+    ancestor's (records inside a compressed batch highlight the batch)."""
+    if data is None or data.side is None:
+        return None, None
+    frame = detail.frames.get(data.side)
+    if frame is None:
+        return data.side, None
+    path = data.path
+    if path == data.side:
+        return data.side, (0, len(frame.data or b""))
+    if path == f"{data.side}.body":
+        exm = getattr(detail.exchange, data.side)
+        return data.side, (4 + exm.body_offset, len(frame.data or b""))
+    if path == f"{data.side}.header":
+        exm = getattr(detail.exchange, data.side)
+        return data.side, (4, 4 + exm.body_offset)
+    if path == f"{data.side}.raw_body":
+        exm = getattr(detail.exchange, data.side)
+        return data.side, (4 + exm.body_offset, len(frame.data or b""))
+    while path and path not in frame.spans:
+        path = parent_path(path)
+    return data.side, frame.spans.get(path)
+
+
+class DetailScreen(Screen):
+    """One exchange: a tree of every decoded field and the hex view of its frames."""
+
+    BINDINGS = [
+        Binding("escape,q", "close", "Back"),
+        Binding("x", "switch_frame", "Req/resp bytes"),
+        Binding("y", "copy_json", "Copy JSON"),
+        Binding("left_square_bracket,p", "step(-1)", "Previous"),
+        Binding("right_square_bracket,n", "step(1)", "Next"),
+        Binding("tab", "focus_next", "Tree/hex", show=False),
+    ]
+
+    DEFAULT_CSS = """
+    DetailScreen { layout: vertical; }
+    DetailScreen #detail-title { height: 1; background: $panel; color: $text; padding: 0 1; }
+    DetailScreen #detail-body { height: 1fr; }
+    DetailScreen Tree { width: 1fr; height: 1fr; border: round $primary 50%; }
+    DetailScreen Tree:focus { border: round $accent; }
+    DetailScreen #hex-box { width: 1fr; height: 1fr; border: round $primary 50%; }
+    DetailScreen #hex-box:focus-within { border: round $accent; }
+    DetailScreen #hex-title { height: 1; color: $text-muted; }
+    DetailScreen.wide #hex-box { width: 80; }
+    """
+
+    def __init__(self, app_ref, view_rows, index: int) -> None:
+        super().__init__()
+        self.app_ref = app_ref
+        self.view_rows = view_rows
+        self.index = index
+        self.detail: Detail | None = None
+        self.info = None
+        self.side = "request"
+
+    def compose(self) -> ComposeResult:
+        yield Static("", id="detail-title")
+        with Horizontal(id="detail-body"):
+            tree: Tree = Tree("exchange", id="detail-tree")
+            tree.show_root = False
+            tree.guide_depth = 2
+            yield tree
+            with Vertical(id="hex-box"):
+                yield Static("", id="hex-title")
+                yield HexView(id="hex")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one(Tree).focus()
+        self._load()
+
+    def on_resize(self, event) -> None:
+        self.set_class(self.size.width >= 150, "wide")
+
+    def _load(self) -> None:
+        row = self.view_rows[self.index]
+        self.info = self.app_ref.store.row(row)
+        info = self.info
+        name = info.api_name if info.api_version < 0 else f"{info.api_name} v{info.api_version}"
+        self.query_one("#detail-title", Static).update(
+            f"Exchange #{row}  {name}  corr={info.correlation_id}  {info.client} → "
+            f"{info.broker}  [{self.index + 1}/{len(self.view_rows)}]  decoding…")
+        self._decode(row)
+
+    @work(thread=True, exclusive=True, group="detail")
+    def _decode(self, row: int) -> None:
+        store = self.app_ref.store
+        info = store.row(row)
+        try:
+            detail = self.app_ref.source.detail(info, store.row_issues(row))
+        except Exception as exc:  # noqa: BLE001 - shown, the app goes on
+            detail = Detail(None, {}, f"decoding failed: {type(exc).__name__}: {exc}")
+        self.app.call_from_thread(self._show, row, info, detail)
+
+    def _show(self, row: int, info, detail: Detail) -> None:
+        if row != self.view_rows[self.index]:
+            return
+        self.detail = detail
+        name = info.api_name if info.api_version < 0 else f"{info.api_name} v{info.api_version}"
+        self.query_one("#detail-title", Static).update(
+            f"Exchange #{row}  {name}  corr={info.correlation_id}  {info.client} → "
+            f"{info.broker}  [{self.index + 1}/{len(self.view_rows)}]")
+        tree = self.query_one(Tree)
+        build_tree(tree, detail, info)
+        self.side = "request" if "request" in detail.frames else "response"
+        self._show_frame(self.side, None)
+
+    def _show_frame(self, side: str, span) -> None:
+        hexv = self.query_one(HexView)
+        detail = self.detail
+        frame = detail.frames.get(side) if detail else None
+        title = self.query_one("#hex-title", Static)
+        if frame is None or frame.data is None:
+            hexv.show(None)
+            note = detail.note if detail and detail.note else "no bytes"
+            title.update(f" {side}: {note}")
+            return
+        if side != self.side or hexv.data is not frame.data:
+            self.side = side
+            hexv.show(frame.data, frame.masked, frame.missing, span)
+        hexv.set_highlight(span)
+        extra = f", {len(frame.masked)} secret range(s) hidden" if frame.masked else ""
+        sel = f"  selected bytes {span[0]}-{span[1] - 1}" if span and span[1] > span[0] else ""
+        title.update(f" {side} frame, {len(frame.data)} bytes{extra}{sel}")
+
+    @on(Tree.NodeExpanded)
+    def _expanded(self, event: Tree.NodeExpanded) -> None:
+        fill(event.node)
+
+    @on(Tree.NodeHighlighted)
+    def _highlighted(self, event: Tree.NodeHighlighted) -> None:
+        if self.detail is None:
+            return
+        side, span = span_for(self.detail, event.node.data)
+        if side is not None:
+            self._show_frame(side, span)
+
+    def action_close(self) -> None:
+        self.app.pop_screen()
+
+    def action_switch_frame(self) -> None:
+        if self.detail is None:
+            return
+        other = "response" if self.side == "request" else "request"
+        if other in self.detail.frames:
+            self._show_frame(other, None)
+
+    def action_step(self, delta: int) -> None:
+        k = self.index + delta
+        if 0 <= k < len(self.view_rows):
+            self.index = k
+            self.detail = None
+            self._load()
+            self.app_ref.exchanges_pane().follow_detail(self.view_rows[k])
+
+    def action_copy_json(self) -> None:
+        if self.detail is not None and self.detail.exchange is not None:
+            self.app_ref.copy_exchange_json(self.detail.exchange, self.info.row)
+
+
+# ------------------------------------------------------------------------------------ help
+
+class HelpScreen(ModalScreen):
+    """Every key binding, by view."""
+
+    BINDINGS = [Binding("escape,q,question_mark", "dismiss", "Close")]
+
+    DEFAULT_CSS = """
+    HelpScreen { align: center middle; }
+    HelpScreen > VerticalScroll { width: 90%; max-width: 100; height: 90%;
+        border: round $accent; background: $surface; padding: 0 1; }
+    """
+
+    def __init__(self, sections: list[tuple[str, list[tuple[str, str]]]]) -> None:
+        super().__init__()
+        self.sections = sections
+
+    def compose(self) -> ComposeResult:
+        text = Text()
+        text.append("kafkasniff — keys (mouse: click tabs, rows, column headers to sort; "
+                    "wheel scrolls)\n", style="bold")
+        for title, keys in self.sections:
+            text.append(f"\n{title}\n", style="bold underline")
+            for key, desc in keys:
+                text.append(f"  {key:<22}", style="bold")
+                text.append(f"{desc}\n")
+        with VerticalScroll():
+            yield Static(text, id="help-text")
+
+
+# ------------------------------------------------------------------------------------ filter
+
+class FilterScreen(ModalScreen[Filter | None]):
+    """Edit the exchanges filter."""
+
+    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+
+    DEFAULT_CSS = """
+    FilterScreen { align: center middle; }
+    FilterScreen > VerticalScroll { width: 70; height: auto; max-height: 95%;
+        border: round $accent; background: $surface; padding: 0 1; }
+    FilterScreen Label { margin-top: 1; }
+    FilterScreen Input { width: 100%; }
+    FilterScreen Horizontal { height: auto; margin-top: 1; }
+    FilterScreen Button { margin-right: 1; }
+    """
+
+    def __init__(self, current: Filter, apis: list[str]) -> None:
+        super().__init__()
+        self.current = current
+        self.apis = apis
+
+    def compose(self) -> ComposeResult:
+        f = self.current
+        with VerticalScroll():
+            yield Label(f"API (names or keys, comma separated; seen: "
+                        f"{', '.join(self.apis[:12])}{'…' if len(self.apis) > 12 else ''})")
+            yield Input(",".join(f.apis), id="f-api", placeholder="Produce,Fetch")
+            yield Label("Client (client_id or client ip:port; glob or substring)")
+            yield Input(f.client, id="f-client")
+            yield Label("Broker (ip:port; glob or substring)")
+            yield Input(f.broker, id="f-broker")
+            yield Label("Topic (glob or substring)")
+            yield Input(f.topic, id="f-topic")
+            yield Label("Status")
+            yield Select([(s, s) for s in STATUSES], value=f.status or Select.NULL,
+                         id="f-status", allow_blank=True, prompt="any")
+            yield Label("Minimum latency (ms)")
+            yield Input("" if f.min_latency_ms is None else f"{f.min_latency_ms:g}",
+                        id="f-latency", type="number")
+            yield Checkbox("Errors only (a Kafka error code)", f.errors_only, id="f-errors")
+            yield Checkbox("Issues only (a decode issue)", f.issues_only, id="f-issues")
+            with Horizontal():
+                yield Button("Apply", variant="primary", id="f-apply")
+                yield Button("Clear", id="f-clear")
+                yield Button("Cancel", id="f-cancel")
+
+    def on_mount(self) -> None:
+        self.query_one("#f-api", Input).focus()
+
+    def _collect(self) -> Filter:
+        def val(i: str) -> str:
+            return self.query_one(i, Input).value.strip()
+        apis = tuple(a.strip() for a in val("#f-api").split(",") if a.strip())
+        lat = val("#f-latency")
+        status = self.query_one("#f-status", Select).value
+        try:
+            min_lat = float(lat) if lat else None
+        except ValueError:
+            min_lat = None
+        return Filter(apis, val("#f-client"), val("#f-broker"), val("#f-topic"),
+                      status if isinstance(status, str) else "",
+                      self.query_one("#f-errors", Checkbox).value,
+                      self.query_one("#f-issues", Checkbox).value, min_lat)
+
+    @on(Input.Submitted)
+    def _submitted(self) -> None:
+        self.dismiss(self._collect())
+
+    @on(Button.Pressed, "#f-apply")
+    def _apply(self) -> None:
+        self.dismiss(self._collect())
+
+    @on(Button.Pressed, "#f-clear")
+    def _clear(self) -> None:
+        self.dismiss(Filter())
+
+    @on(Button.Pressed, "#f-cancel")
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+# ------------------------------------------------------------------------------------ sort
+
+class ChoiceScreen(ModalScreen[str | None]):
+    """Pick one of a few options (sort column)."""
+
+    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+
+    DEFAULT_CSS = """
+    ChoiceScreen { align: center middle; }
+    ChoiceScreen > Vertical { width: 44; height: auto; max-height: 90%;
+        border: round $accent; background: $surface; }
+    ChoiceScreen OptionList { height: auto; max-height: 20; }
+    """
+
+    def __init__(self, title: str, options: list[tuple[str, str]], current: str | None) -> None:
+        super().__init__()
+        self.title_text = title
+        self.options = options
+        self.current = current
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Label(self.title_text)
+            yield OptionList(*[Option(label, id=key) for key, label in self.options])
+
+    def on_mount(self) -> None:
+        ol = self.query_one(OptionList)
+        ol.focus()
+        keys = [k for k, _ in self.options]
+        if self.current in keys:
+            ol.highlighted = keys.index(self.current)
+
+    @on(OptionList.OptionSelected)
+    def _chosen(self, event: OptionList.OptionSelected) -> None:
+        self.dismiss(event.option.id)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+# ------------------------------------------------------------------------------------ save
+
+class SaveScreen(ModalScreen[tuple[str, str] | None]):
+    """Where and how to save the current view."""
+
+    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+
+    DEFAULT_CSS = """
+    SaveScreen { align: center middle; }
+    SaveScreen > Vertical { width: 70; height: auto; border: round $accent;
+        background: $surface; padding: 0 1; }
+    SaveScreen Input { width: 100%; }
+    SaveScreen Horizontal { height: auto; }
+    SaveScreen Button { margin-right: 1; }
+    """
+
+    def __init__(self, rows: int, default_path: str, parquet: bool) -> None:
+        super().__init__()
+        self.rows = rows
+        self.default_path = default_path
+        self.parquet = parquet
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Label(f"Save the {self.rows:,} exchanges of the current view")
+            with RadioSet(id="s-format"):
+                yield RadioButton("JSON Lines (one file, as read --json)", value=True,
+                                  id="s-jsonl")
+                yield RadioButton("Parquet (a directory of export tables)"
+                                  + ("" if self.parquet else " — unavailable"),
+                                  id="s-parquet", disabled=not self.parquet)
+            yield Label("Path")
+            yield Input(self.default_path, id="s-path")
+            with Horizontal():
+                yield Button("Save", variant="primary", id="s-save")
+                yield Button("Cancel", id="s-cancel")
+
+    def on_mount(self) -> None:
+        self.query_one("#s-path", Input).focus()
+
+    def _fmt(self) -> str:
+        return "parquet" if self.query_one("#s-parquet", RadioButton).value else "jsonl"
+
+    @on(RadioSet.Changed)
+    def _fmt_changed(self) -> None:
+        inp = self.query_one("#s-path", Input)
+        path = inp.value
+        if self._fmt() == "parquet" and path.endswith(".jsonl"):
+            inp.value = path[: -len(".jsonl")]
+        elif self._fmt() == "jsonl" and not path.endswith(".jsonl"):
+            inp.value = path + ".jsonl"
+
+    @on(Input.Submitted)
+    @on(Button.Pressed, "#s-save")
+    def _save(self) -> None:
+        path = self.query_one("#s-path", Input).value.strip()
+        if path:
+            self.dismiss((self._fmt(), path))
+
+    @on(Button.Pressed, "#s-cancel")
+    def action_cancel(self) -> None:
+        self.dismiss(None)

@@ -1,0 +1,483 @@
+"""Where the TUI's data comes from: one interface for capture files now and live traffic later.
+
+The app consumes a :class:`DataSource`. A source decodes in its own thread (never on the UI
+thread) and hands the app *batches*:
+
+* :class:`~kafkasniff.tui.store.SummaryChunk`: compact summaries of the exchanges completed
+  since the last batch (columns of ``array``s over interned strings, ~110 bytes per
+  exchange), with their issues and the standalone issues;
+* a :class:`~kafkasniff.tui.aggregates.Snapshot` of the dashboards (per-API / broker /
+  client / topic / connection tables, timeline, latency histograms, issue counters);
+* :class:`Progress` (bytes done and total, or ``live``; finished; error).
+
+Protocol (all methods but :meth:`DataSource.drain`'s return value are thread-agnostic):
+
+1. ``start(notify)``: begin producing. ``notify()`` is called from the source's thread when
+   a batch is ready *and the previous one was drained*, at most a few times per second
+   (``interval_s``), so messages coalesce: whatever piles up while the UI is busy is merged
+   into the next :meth:`~DataSource.drain`.
+2. ``drain() -> SourceUpdate``: everything produced since the last drain (chunks in order,
+   the latest snapshot and progress). Called on the UI thread after ``notify``.
+3. ``detail(info, issues) -> Detail``: decode one exchange in full from its summary
+   (:class:`~kafkasniff.tui.store.RowInfo`); blocking, called from a worker thread.
+4. ``exchanges(rows, store, cancel) -> Iterator[Exchange]``: the full exchanges of some rows
+   (saving a view); blocking, called from a worker thread.
+5. ``stop()``: stop producing and release files (idempotent).
+
+:class:`ThreadedSource` implements the batching and coalescing; a source implements
+``_run()`` (its thread's body) and calls :meth:`ThreadedSource.publish`. :class:`FileSource`
+runs :class:`~kafkasniff.pipeline.Pipeline` over capture files. A live source (issue 6) does
+the same with packets from the network; for ``detail`` it must keep the frames' bytes
+(e.g. the packets it writes with ``--write``, indexed like :class:`FileSource` does, or a
+bounded buffer) and pass them to :func:`kafkasniff.tui.detail.decode_exchange`.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Iterator, NamedTuple, Sequence
+
+from kafkasniff.capture.frames import (DEFAULT_CHECKPOINT_EVERY, CaptureIndex, FrameFinder,
+                                       FrameRef)
+from kafkasniff.issues import DecodeIssue
+from kafkasniff.pairing.exchange import Exchange
+from kafkasniff.tui.aggregates import Aggregates, Snapshot
+from kafkasniff.tui.detail import Detail, decode_exchange, kept_detail
+from kafkasniff.tui.store import RowInfo, SummaryBuilder, SummaryChunk, SummaryStore, Tables
+
+
+class Progress(NamedTuple):
+    """How far a source got.
+
+    Attributes:
+        done_bytes / total_bytes: bytes read and to read (``total_bytes`` ``None`` when
+            unknown: stdin, live).
+        live: the source is live traffic (no end).
+        finished: nothing more will come.
+        packets / exchanges: counted so far.
+        current: what is being read (file name, interface).
+        elapsed_s: wall time since start.
+        error: why the source stopped early, else ``None``.
+    """
+
+    done_bytes: int = 0
+    total_bytes: int | None = None
+    live: bool = False
+    finished: bool = False
+    packets: int = 0
+    exchanges: int = 0
+    current: str = ""
+    elapsed_s: float = 0.0
+    error: str | None = None
+
+    @property
+    def fraction(self) -> float | None:
+        if self.finished:
+            return 1.0
+        if not self.total_bytes:
+            return None
+        return min(1.0, self.done_bytes / self.total_bytes)
+
+
+@dataclass
+class SourceUpdate:
+    """What :meth:`DataSource.drain` returns (merged batches)."""
+
+    chunks: list[SummaryChunk] = field(default_factory=list)
+    snapshot: Snapshot | None = None
+    progress: Progress | None = None
+
+
+class DataSource:
+    """The interface the app consumes (see the module docstring for the protocol).
+
+    Attributes:
+        title: shown in the header (file names, interface).
+        live: live traffic (follow mode on by default, no progress bar).
+        tables: the interned tables the chunks refer to (give them to the
+            :class:`~kafkasniff.tui.store.SummaryStore`).
+        show_secrets: secrets are shown (``--show-secrets``); else redacted everywhere.
+    """
+
+    title = ""
+    live = False
+    show_secrets = False
+
+    def __init__(self) -> None:
+        self.tables = Tables()
+
+    def start(self, notify: Callable[[], None]) -> None:
+        raise NotImplementedError
+
+    def drain(self) -> SourceUpdate:
+        raise NotImplementedError
+
+    def stop(self) -> None:
+        raise NotImplementedError
+
+    def detail(self, info: RowInfo, issues: Sequence[DecodeIssue] = ()) -> Detail:
+        raise NotImplementedError
+
+    def exchanges(self, rows: Sequence[int], store: SummaryStore,
+                  cancel: threading.Event | None = None) -> Iterator[Exchange]:
+        """Default: decode each row with :meth:`detail` (fine for a few rows)."""
+        for r in rows:
+            if cancel is not None and cancel.is_set():
+                return
+            d = self.detail(store.row(r), store.row_issues(r))
+            if d.exchange is not None:
+                yield d.exchange
+
+
+class ThreadedSource(DataSource):
+    """Batching and coalescing for sources that produce in a thread.
+
+    Subclasses implement :meth:`_run` and call :meth:`publish`; ``interval_s`` is the
+    shortest time between two notifications.
+    """
+
+    interval_s = 0.25
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._lock = threading.Lock()
+        self._pending = SourceUpdate()
+        self._notified = False
+        self._notify: Callable[[], None] | None = None
+        self._thread: threading.Thread | None = None
+        self._stop = threading.Event()
+        self.t0 = 0.0
+        self.error: str | None = None
+
+    def start(self, notify: Callable[[], None]) -> None:
+        self._notify = notify
+        self.t0 = time.monotonic()
+        self._thread = threading.Thread(target=self._main, name=f"{type(self).__name__}",
+                                        daemon=True)
+        self._thread.start()
+
+    def _main(self) -> None:
+        from kafkasniff.errors import KafkaSniffError
+
+        try:
+            self._run()
+        except Exception as exc:  # noqa: BLE001 - shown in the UI, never a silent death
+            self.error = str(exc) if isinstance(exc, KafkaSniffError) else \
+                f"{type(exc).__name__}: {exc}"
+            self.publish(progress=Progress(finished=True, error=self.error,
+                                           elapsed_s=time.monotonic() - self.t0))
+
+    def _run(self) -> None:
+        raise NotImplementedError
+
+    def publish(self, chunk: SummaryChunk | None = None, snapshot: Snapshot | None = None,
+                progress: Progress | None = None) -> None:
+        """Queue a batch for the UI (any thread); notifies the UI if it is not already
+        notified of an undrained batch."""
+        with self._lock:
+            p = self._pending
+            if chunk is not None:
+                p.chunks.append(chunk)
+            if snapshot is not None:
+                p.snapshot = snapshot
+            if progress is not None:
+                p.progress = progress
+            notify = not self._notified
+            self._notified = True
+        if notify and self._notify is not None:
+            self._notify()
+
+    def drain(self) -> SourceUpdate:
+        with self._lock:
+            out, self._pending = self._pending, SourceUpdate()
+            self._notified = False
+        return out
+
+    def stop(self) -> None:
+        self._stop.set()
+        t = self._thread
+        if t is not None and t is not threading.current_thread():
+            t.join(timeout=5)
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+
+class _Tee:
+    """Reads from ``raw`` and appends every byte read to ``copy`` (stdin spooling)."""
+
+    def __init__(self, raw, copy) -> None:
+        self._read = getattr(raw, "read1", None) or raw.read
+        self.copy = copy
+        self.name = "<stdin>"
+
+    def read(self, n: int = -1) -> bytes:
+        data = self._read(n if n >= 0 else 1 << 20)
+        if data:
+            self.copy.write(data)
+            self.copy.flush()
+        return data
+
+    def readable(self) -> bool:
+        return True
+
+
+class FileSource(ThreadedSource):
+    """Capture files decoded by :class:`~kafkasniff.pipeline.Pipeline` in a worker thread.
+
+    Args:
+        sources: paths (``"-"``: stdin, spooled to a temporary file so that frames can be
+            read again; removed by :meth:`stop`).
+        options: :class:`~kafkasniff.pipeline.PipelineOptions` (``meta_records`` is turned
+            on: the connections view needs the connection summaries).
+        checkpoint_every: packets between two checkpoints of the sparse index.
+        interval_s: shortest time between two batches.
+        stdin: the binary stream ``"-"`` reads (default ``sys.stdin.buffer``).
+
+    ``few_rows``: up to this many rows are saved by decoding each from its frames; more by
+    decoding the capture again.
+
+    Frames are found again through the sparse index (:mod:`kafkasniff.capture.frames`):
+    uncompressed files are reopened at the checkpoint before the frame; gzip-compressed
+    files are read again from their start up to the frame.
+    """
+
+    def __init__(self, sources: Sequence[str], options=None, *,
+                 checkpoint_every: int = DEFAULT_CHECKPOINT_EVERY, interval_s: float = 0.25,
+                 stdin=None) -> None:
+        super().__init__()
+        from dataclasses import replace
+
+        from kafkasniff.pipeline import PipelineOptions
+
+        self.sources = [str(s) for s in sources]
+        base = options or PipelineOptions()
+        self.options = replace(base, meta_records=True)
+        self.show_secrets = self.options.show_secrets
+        self.checkpoint_every = checkpoint_every
+        self.interval_s = interval_s
+        self.title = " ".join(os.path.basename(s) if s != "-" else "<stdin>"
+                              for s in self.sources)
+        self.index = CaptureIndex()
+        self.finder = FrameFinder(self.index)
+        self.pipeline = None
+        self._stdin = stdin
+        self._spool: str | None = None
+        self._detail_ctx = None
+        self._ctx_lock = threading.Lock()
+        self.few_rows = 100
+
+    # ------------------------------------------------------------------ the thread
+    def _sizes(self) -> list[int | None]:
+        out = []
+        for s in self.sources:
+            try:
+                out.append(os.path.getsize(s) if s != "-" else None)
+            except OSError:
+                out.append(None)
+        return out
+
+    def _run(self) -> None:
+        from kafkasniff.capture.pcapfile import open_capture
+        from kafkasniff.pipeline import ConnectionSummary, Pipeline
+
+        pipe = Pipeline(self.options)
+        self.pipeline = pipe
+        agg = Aggregates(pipe.ctx.summarizer, pipe.defs)
+        builder = SummaryBuilder(self.tables)
+        # kept beyond the thread: freeing them all at its end would hold the GIL (and pause
+        # the UI) for a noticeable moment
+        self.aggregates, self.builder = agg, builder
+        sizes = self._sizes()
+        total = None if None in sizes else sum(sizes)
+        done_before = 0
+        exchanges = 0
+        n_pub = 0
+        snap: Snapshot | None = None
+        Ex, Issue = Exchange, DecodeIssue
+        next_pub = time.monotonic()
+        stop = self._stop
+
+        def handle(out: list) -> int:
+            n = 0
+            for rec in out:
+                t = type(rec)
+                if t is Ex:
+                    builder.add(rec)
+                    agg.add(rec)
+                    n += 1
+                elif t is Issue:
+                    builder.add_issue(rec)
+                    agg.add_issue(rec)
+                elif t is ConnectionSummary:
+                    agg.add_connection(rec)
+            return n
+
+        def pipeline_stats() -> dict:
+            st = pipe.stats
+            return {"packets": st.packets, "packet_bytes": st.packet_bytes,
+                    "skipped": dict(st.skipped), "kafka_connections": st.kafka_connections,
+                    "other_connections": st.other_connections,
+                    "tls_connections": st.tls_connections,
+                    "first_ts_ns": st.first_ts_ns, "last_ts_ns": st.last_ts_ns}
+
+        def publish(current: str, done: int, finished: bool = False) -> None:
+            nonlocal n_pub, snap
+            full = finished or n_pub % 4 == 0
+            snap = agg.snapshot(full=full, pipeline=pipeline_stats(), previous=snap)
+            n_pub += 1
+            self.publish(builder.take(), snap,
+                         Progress(done, total, False, finished, pipe.stats.packets, exchanges,
+                                  current, time.monotonic() - self.t0))
+
+        for no, src in enumerate(self.sources):
+            name = "<stdin>" if src == "-" else os.path.basename(src)
+            if src == "-":
+                spool = tempfile.NamedTemporaryFile(prefix="kafkasniff-stdin-", suffix=".cap",
+                                                    delete=False)
+                self._spool = spool.name
+                raw = self._stdin if self._stdin is not None else sys.stdin.buffer
+                opened = open_capture(_Tee(raw, spool), checkpoint_every=self.checkpoint_every)
+                path, seekable = spool.name, not opened.compressed
+            else:
+                spool = None
+                opened = open_capture(src, checkpoint_every=self.checkpoint_every)
+                path, seekable = src, opened.seekable
+            fno = self.index.add_file(path, seekable)
+            ncp = 0
+            with opened as packets:
+                feed = pipe.feed
+                n = 0
+                for pkt in packets:
+                    out = feed(pkt)
+                    if out:
+                        exchanges += handle(out)
+                    n += 1
+                    if not n & 511:
+                        cps = packets.checkpoints
+                        if len(cps) > ncp:
+                            self.index.add_checkpoints(fno, cps[ncp:])
+                            ncp = len(cps)
+                        now = time.monotonic()
+                        if now >= next_pub:
+                            next_pub = now + self.interval_s
+                            publish(name, done_before + packets.bytes_read)
+                        if stop.is_set():
+                            return
+                cps = packets.checkpoints
+                self.index.add_checkpoints(fno, cps[ncp:])
+                for issue in packets.issues:
+                    handle([pipe.feed_issue(issue)])
+                done_before += packets.bytes_read
+            if spool is not None:
+                spool.close()
+        exchanges += handle(pipe.finish())
+        publish("", done_before, finished=True)
+
+    # ------------------------------------------------------------------ detail
+    def _ctx(self):
+        with self._ctx_lock:
+            if self._detail_ctx is None:
+                from kafkasniff.pairing.connection import PairingContext
+                from kafkasniff.pairing.summary import Summarizer
+                from kafkasniff.protocol.schema import load_definitions
+
+                o = self.options
+                pipe = self.pipeline
+                defs = pipe.defs if pipe is not None else load_definitions(o.definitions_dir)
+                ctx = PairingContext.create(defs, max_frame_bytes=o.max_frame_bytes,
+                                            with_records=True,
+                                            max_uncompressed_bytes=o.max_uncompressed_bytes,
+                                            show_secrets=o.show_secrets)
+                if pipe is not None:  # resolve topic ids with what the capture taught
+                    ctx.summarizer = Summarizer(defs, pipe.ctx.summarizer.registry)
+                self._detail_ctx = ctx
+            return self._detail_ctx
+
+    def detail(self, info: RowInfo, issues: Sequence[DecodeIssue] = ()) -> Detail:
+        """Find the exchange's frames in the capture and decode them in full."""
+        kept = info.extra.get("exchange")
+        if kept is not None:
+            return kept_detail(kept, "frame bytes not available (this frame carries no TCP "
+                                     "sequence number); decoded fields as kept while loading")
+        frames = {}
+        notes = []
+        for side, present, seq, ts, size, sender, receiver in (
+                ("request", info.req_bytes, info.req_seq, info.req_ts, info.req_bytes,
+                 info.client, info.broker),
+                ("response", info.resp_bytes, info.resp_seq, info.resp_ts, info.resp_bytes,
+                 info.broker, info.client)):
+            if not present:
+                continue
+            found = self.finder.find(FrameRef(sender, receiver, seq, ts, size))
+            if found is None:
+                notes.append(f"{side} frame not found in the capture")
+                continue
+            frames[side] = found
+        req, resp = frames.get("request"), frames.get("response")
+        d = decode_exchange(self._ctx(), info, req.data if req else None,
+                            resp.data if resp else None, issues,
+                            request_missing=req.missing if req else None,
+                            response_missing=resp.missing if resp else None,
+                            response_last_ts_ns=resp.last_ts_ns if resp else 0)
+        if notes:
+            d.note = "; ".join(notes)
+        return d
+
+    def exchanges(self, rows: Sequence[int], store: SummaryStore,
+                  cancel: threading.Event | None = None) -> Iterator[Exchange]:
+        """Full exchanges of ``rows``, in row order, with every record decoded (as
+        ``read --json --records``). Few rows: each decoded from its frames; many: the capture
+        is decoded again (rows are the pipeline's output order) and the wanted exchanges
+        picked."""
+        rows = sorted(set(rows))
+        if len(rows) <= self.few_rows:
+            yield from super().exchanges(rows, store, cancel)
+            return
+        from kafkasniff.capture.pcapfile import open_capture
+        from kafkasniff.pipeline import Pipeline
+
+        from dataclasses import replace
+
+        wanted = set(rows)
+        last = rows[-1]
+        pipe = Pipeline(replace(self.options, with_records=True))
+        k = 0
+        paths = [f.path for f in self.index.files]
+
+        def pick(out):
+            nonlocal k
+            for rec in out:
+                if type(rec) is Exchange:
+                    if k in wanted:
+                        yield rec
+                    k += 1
+
+        for path in paths:
+            with open_capture(path) as packets:
+                n = 0
+                for pkt in packets:
+                    out = pipe.feed(pkt)
+                    if out:
+                        yield from pick(out)
+                        if k > last:
+                            return
+                    n += 1
+                    if cancel is not None and not n & 4095 and cancel.is_set():
+                        return
+        yield from pick(pipe.finish())
+
+    def stop(self) -> None:
+        super().stop()
+        if self._spool is not None:
+            try:
+                os.unlink(self._spool)
+            except OSError:
+                pass
+            self._spool = None

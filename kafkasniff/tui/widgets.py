@@ -1,0 +1,453 @@
+"""Widgets of the TUI: a virtual table for millions of rows, and a hex view with highlights.
+
+:class:`VirtualTable` is a line-API widget (Textual ``ScrollView``): it holds no rows, only a
+*model* (``len(model)`` and ``model.cells(i)``), and renders just the lines on screen, so its
+cost does not depend on the number of rows (Textual's ``DataTable`` keeps every row as
+objects and renders from them: 100k rows already take seconds and hundreds of MB, see
+docs/tui.md). Columns have a priority: on a narrow terminal the least important ones are
+hidden rather than squeezed; one flexible column takes what is left.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple, Protocol, Sequence
+
+from rich.segment import Segment
+from rich.style import Style
+from textual import events
+from textual.binding import Binding
+from textual.geometry import Size
+from textual.message import Message
+from textual.reactive import reactive
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+
+
+class Column(NamedTuple):
+    """A table column.
+
+    Attributes:
+        key: identifier (also the sort key name, when sortable).
+        label: header text.
+        width: width in cells (the minimum for the flexible column).
+        align: ``"left"`` or ``"right"``.
+        priority: 0 is always shown; higher numbers are hidden first when space is short.
+        flex: takes the width left over (one column per table).
+        sortable: a header click asks to sort by it.
+    """
+
+    key: str
+    label: str
+    width: int
+    align: str = "left"
+    priority: int = 0
+    flex: bool = False
+    sortable: bool = True
+
+
+class TableModel(Protocol):
+    """What a :class:`VirtualTable` shows: ``len()`` rows, each ``cells(i)`` giving one text
+    per column (or ``(text, style_name)``, style names ``error``, ``warning``, ``dim``,
+    ``ok``), in the order of the table's columns."""
+
+    def __len__(self) -> int: ...
+
+    def cells(self, index: int) -> Sequence: ...
+
+
+class EmptyModel:
+    def __len__(self) -> int:
+        return 0
+
+    def cells(self, index: int) -> Sequence:
+        return ()
+
+
+def fit(text: str, width: int, align: str = "left") -> str:
+    """``text`` cut or padded to exactly ``width`` cells (``…`` marks a cut)."""
+    if len(text) > width:
+        return text[: max(0, width - 1)] + "…" if width > 0 else ""
+    return text.rjust(width) if align == "right" else text.ljust(width)
+
+
+class VirtualTable(ScrollView, can_focus=True):
+    """A table over a model of any size; only the visible lines are rendered.
+
+    Messages: :class:`Highlighted` (cursor moved), :class:`Selected` (Enter or double
+    click), :class:`HeaderClicked` (a click on a sortable column's header).
+    """
+
+    BINDINGS = [
+        Binding("up,k", "cursor(-1)", "Up", show=False),
+        Binding("down,j", "cursor(1)", "Down", show=False),
+        Binding("pageup", "page(-1)", "Page up", show=False),
+        Binding("pagedown,space", "page(1)", "Page down", show=False),
+        Binding("home,g", "first", "First", show=False),
+        Binding("end,G", "last", "Last", show=False),
+        Binding("enter", "select", "Open", show=False),
+    ]
+
+    COMPONENT_CLASSES = {"vt--header", "vt--cursor", "vt--cursor-blur", "vt--error",
+                         "vt--warning", "vt--dim", "vt--ok", "vt--sorted"}
+
+    DEFAULT_CSS = """
+    VirtualTable {
+        height: 1fr;
+        overflow-x: hidden;
+        background: $surface;
+    }
+    VirtualTable > .vt--header { text-style: bold; background: $panel; color: $text; }
+    VirtualTable > .vt--sorted { text-style: bold underline; background: $panel; color: $accent; }
+    VirtualTable > .vt--cursor { background: $accent 60%; color: $text; text-style: bold; }
+    VirtualTable > .vt--cursor-blur { background: $accent 25%; }
+    VirtualTable > .vt--error { color: $error; }
+    VirtualTable > .vt--warning { color: $warning; }
+    VirtualTable > .vt--dim { color: $text-muted; }
+    VirtualTable > .vt--ok { color: $success; }
+    """
+
+    cursor = reactive(0, always_update=True, init=False)
+
+    class Highlighted(Message):
+        def __init__(self, table: "VirtualTable", index: int) -> None:
+            super().__init__()
+            self.table = table
+            self.index = index
+
+        @property
+        def control(self) -> "VirtualTable":
+            return self.table
+
+    class Selected(Highlighted):
+        pass
+
+    class HeaderClicked(Message):
+        def __init__(self, table: "VirtualTable", key: str) -> None:
+            super().__init__()
+            self.table = table
+            self.key = key
+
+        @property
+        def control(self) -> "VirtualTable":
+            return self.table
+
+    def __init__(self, columns: Sequence[Column], model: TableModel | None = None, *,
+                 name: str | None = None, id: str | None = None,
+                 classes: str | None = None) -> None:
+        super().__init__(name=name, id=id, classes=classes)
+        self.columns = list(columns)
+        self.model: TableModel = model if model is not None else EmptyModel()
+        self.sort_key: str | None = None
+        self.sort_reverse = False
+        self._col_layout: tuple[int, list] | None = None
+        self._style_cache: dict[str, Style] = {}
+
+    # -------------------------------------------------------------- data
+    @property
+    def row_count(self) -> int:
+        return len(self.model)
+
+    def set_model(self, model: TableModel, cursor: int | None = None) -> None:
+        """Show another model (a new view); the cursor moves to ``cursor`` if given."""
+        self.model = model
+        self.rows_changed()
+        if cursor is not None:
+            self.move_to(cursor)
+
+    def rows_changed(self) -> None:
+        """The model's rows changed (appended, filtered, sorted): update size and redraw."""
+        n = len(self.model)
+        self.virtual_size = Size(self.size.width or 1, n + 1)
+        if self.cursor >= n and n:
+            self.set_reactive(VirtualTable.cursor, n - 1)
+        self.refresh()
+
+    def move_to(self, index: int, *, center: bool = False) -> None:
+        """Put the cursor on row ``index`` (clamped) and scroll it into view."""
+        n = len(self.model)
+        index = max(0, min(index, n - 1)) if n else 0
+        self.cursor = index
+        self._scroll_into_view(index, center)
+
+    def _body_height(self) -> int:
+        return max(1, self.scrollable_content_region.height - 1)
+
+    def _scroll_into_view(self, index: int, center: bool = False) -> None:
+        h = self._body_height()
+        top = round(self.scroll_y)
+        if center:
+            self.scroll_to(y=max(0, index - h // 2), animate=False, immediate=True)
+        elif index < top:
+            self.scroll_to(y=index, animate=False, immediate=True)
+        elif index >= top + h:
+            self.scroll_to(y=index - h + 1, animate=False, immediate=True)
+
+    def watch_cursor(self, old: int, new: int) -> None:
+        self.refresh()
+        self.post_message(self.Highlighted(self, new))
+
+    # -------------------------------------------------------------- actions
+    def action_cursor(self, delta: int) -> None:
+        self.move_to(self.cursor + delta)
+
+    def action_page(self, direction: int) -> None:
+        self.move_to(self.cursor + direction * self._body_height())
+
+    def action_first(self) -> None:
+        self.move_to(0)
+
+    def action_last(self) -> None:
+        self.move_to(len(self.model) - 1)
+
+    def action_select(self) -> None:
+        if len(self.model):
+            self.post_message(self.Selected(self, self.cursor))
+
+    def _on_click(self, event: events.Click) -> None:
+        offset = event.get_content_offset(self)
+        if offset is None:
+            return
+        if offset.y == 0:
+            col = self._column_at(offset.x)
+            if col is not None and col.sortable:
+                self.post_message(self.HeaderClicked(self, col.key))
+            return
+        index = round(self.scroll_y) + offset.y - 1
+        if 0 <= index < len(self.model):
+            self.move_to(index)
+            if event.chain >= 2:
+                self.post_message(self.Selected(self, index))
+
+    def on_resize(self, event: events.Resize) -> None:
+        self._col_layout = None
+        self.virtual_size = Size(event.size.width or 1, len(self.model) + 1)
+
+    def on_focus(self) -> None:
+        self.refresh()
+
+    def on_blur(self) -> None:
+        self.refresh()
+
+    def on_unmount(self) -> None:
+        self._style_cache.clear()
+
+    # -------------------------------------------------------------- layout
+    def _layout(self, width: int) -> list[tuple[Column, int, int]]:
+        """Visible columns as ``(column, width, index in self.columns)``."""
+        cache = self._col_layout
+        if cache is not None and cache[0] == width:
+            return cache[1]
+        cols = self.columns
+        order = sorted(range(len(cols)), key=lambda i: (cols[i].priority, i))
+        chosen: set[int] = set()
+        used = 0
+        for i in order:
+            need = cols[i].width + (1 if chosen else 0)
+            if used + need <= width or not chosen:
+                chosen.add(i)
+                used += need
+        out = [(cols[i], cols[i].width, i) for i in range(len(cols)) if i in chosen]
+        spare = width - used
+        if spare > 0:
+            flex = [k for k, (c, _, _) in enumerate(out) if c.flex] or [len(out) - 1]
+            k = flex[0]
+            out[k] = (out[k][0], out[k][1] + spare, out[k][2])
+        self._col_layout = (width, out)
+        return out
+
+    def _column_at(self, x: int) -> Column | None:
+        pos = 0
+        for col, w, _ in self._layout(self.scrollable_content_region.width):
+            if pos <= x < pos + w + 1:
+                return col
+            pos += w + 1
+        return None
+
+    def _style(self, name: str) -> Style:
+        st = self._style_cache.get(name)
+        if st is None:
+            st = self._style_cache[name] = self.get_component_rich_style(name, partial=True)
+        return st
+
+    # -------------------------------------------------------------- rendering
+    def render_line(self, y: int) -> Strip:
+        width = self.scrollable_content_region.width
+        layout = self._layout(width)
+        base = self.rich_style
+        if y == 0:
+            segs = []
+            for k, (col, w, _) in enumerate(layout):
+                label = col.label
+                sty = "vt--header"
+                if col.key == self.sort_key:
+                    label += " ▼" if self.sort_reverse else " ▲"
+                    sty = "vt--sorted"
+                segs.append(Segment(fit(label, w, col.align), base + self._style(sty)))
+                if k < len(layout) - 1:
+                    segs.append(Segment(" ", base + self._style("vt--header")))
+            return Strip(segs, width).adjust_cell_length(width, base + self._style("vt--header"))
+        index = round(self.scroll_y) + y - 1
+        if index >= len(self.model):
+            return Strip.blank(width, base)
+        try:
+            cells = self.model.cells(index)
+        except IndexError:
+            return Strip.blank(width, base)
+        cursor = index == self.cursor
+        row_style = base
+        if cursor:
+            row_style = base + self._style("vt--cursor" if self.has_focus else "vt--cursor-blur")
+        segs = []
+        for k, (col, w, ci) in enumerate(layout):
+            cell = cells[ci] if ci < len(cells) else ""
+            if type(cell) is tuple:
+                text, sname = cell
+                st = row_style + self._style(f"vt--{sname}") if sname else row_style
+                if cursor and sname:
+                    st = st + self._style("vt--cursor" if self.has_focus else "vt--cursor-blur")
+            else:
+                text, st = cell, row_style
+            segs.append(Segment(fit(text, w, col.align), st))
+            if k < len(layout) - 1:
+                segs.append(Segment(" ", row_style))
+        return Strip(segs).adjust_cell_length(width, row_style)
+
+
+# ------------------------------------------------------------------------------------ hex view
+
+class HexView(ScrollView, can_focus=True):
+    """A hex dump of one frame: offset, bytes, ASCII; 16 bytes per line (8 when narrow).
+
+    ``highlight`` is a ``(start, end)`` byte range shown in reverse video (the selected field);
+    masked ranges (secrets) are shown as ``**`` and their real bytes are never given to this
+    widget; missing ranges (never captured) as ``??``.
+    """
+
+    COMPONENT_CLASSES = {"hex--offset", "hex--highlight", "hex--masked", "hex--missing"}
+
+    DEFAULT_CSS = """
+    HexView { height: 1fr; overflow-x: hidden; background: $surface; }
+    HexView > .hex--offset { color: $text-muted; }
+    HexView > .hex--highlight { background: $accent; color: $text; text-style: bold; }
+    HexView > .hex--masked { color: $error; }
+    HexView > .hex--missing { color: $warning; }
+    """
+
+    BINDINGS = [
+        Binding("up,k", "scroll_up", "Up", show=False),
+        Binding("down,j", "scroll_down", "Down", show=False),
+        Binding("pageup", "page_up", "Page up", show=False),
+        Binding("pagedown", "page_down", "Page down", show=False),
+    ]
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.data = b""
+        self.masked: list[tuple[int, int]] = []
+        self.missing: list[tuple[int, int]] = []
+        self.highlight: tuple[int, int] | None = None
+        self.title = ""
+
+    @property
+    def per_line(self) -> int:
+        w = self.scrollable_content_region.width or 80
+        return 16 if w >= 76 else 8
+
+    def show(self, data: bytes | None, masked=(), missing=(), highlight=None) -> None:
+        """Show a frame (``None``: nothing)."""
+        self.data = data or b""
+        self.masked = list(masked)
+        self.missing = list(missing)
+        self.highlight = highlight
+        self._resize()
+        self.scroll_to(y=0, animate=False)
+        self.refresh()
+
+    def set_highlight(self, span: tuple[int, int] | None) -> None:
+        """Highlight the bytes of ``span`` and scroll them into view."""
+        self.highlight = span
+        if span is not None:
+            line = span[0] // self.per_line
+            h = self.scrollable_content_region.height or 1
+            top = round(self.scroll_y)
+            if not top <= line < top + h:
+                self.scroll_to(y=max(0, line - 1), animate=False)
+        self.refresh()
+
+    def _resize(self) -> None:
+        n = (len(self.data) + self.per_line - 1) // self.per_line
+        self.virtual_size = Size(self.size.width or 1, n)
+
+    def on_resize(self, event: events.Resize) -> None:
+        self._resize()
+
+    @staticmethod
+    def _in(ranges, i: int) -> bool:
+        for a, b in ranges:
+            if a <= i < b:
+                return True
+        return False
+
+    def line_parts(self, line: int, per: int | None = None) -> list[tuple[str, str]]:
+        """The pieces of hex dump line ``line``: ``(text, kind)`` with kind ``offset``,
+        ``byte``, ``masked``, ``missing``, ``highlight`` or ``""``."""
+        per = per or self.per_line
+        start = line * per
+        data = self.data
+        if start >= len(data):
+            return []
+        hi = self.highlight
+        out = [(f"{start:06x}  ", "offset")]
+        ascii_parts = []
+        for k in range(per):
+            i = start + k
+            if i >= len(data):
+                out.append(("   ", ""))
+                ascii_parts.append((" ", ""))
+                continue
+            b = data[i]
+            if self._in(self.masked, i):
+                h, a, kind = "**", "*", "masked"
+            elif self._in(self.missing, i):
+                h, a, kind = "??", "?", "missing"
+            else:
+                h, a, kind = f"{b:02x}", chr(b) if 32 <= b < 127 else ".", ""
+            lit = hi is not None and hi[0] <= i < hi[1]
+            if lit:
+                kind = "highlight"
+            sep = " " if k != per // 2 - 1 else "  "
+            out.append((h, kind))
+            out.append((sep, "highlight" if lit and hi[0] <= i + 1 < hi[1] else ""))
+            ascii_parts.append((a, kind))
+        out.append(("|", "offset"))
+        out.extend(ascii_parts)
+        out.append(("|", "offset"))
+        return out
+
+    def dump(self, per: int = 16) -> str:
+        """The whole dump as text (what the lines show), for tests and copies."""
+        n = (len(self.data) + per - 1) // per
+        return "\n".join("".join(t for t, _ in self.line_parts(i, per)) for i in range(n))
+
+    def highlighted_bytes(self) -> bytes:
+        """The bytes under the highlight (what the selected field occupies)."""
+        if self.highlight is None:
+            return b""
+        a, b = self.highlight
+        return self.data[a:b]
+
+    def render_line(self, y: int) -> Strip:
+        width = self.scrollable_content_region.width
+        base = self.rich_style
+        parts = self.line_parts(round(self.scroll_y) + y)
+        if not parts:
+            return Strip.blank(width, base)
+        styles = {
+            "": base,
+            "byte": base,
+            "offset": base + self.get_component_rich_style("hex--offset", partial=True),
+            "highlight": base + self.get_component_rich_style("hex--highlight", partial=True),
+            "masked": base + self.get_component_rich_style("hex--masked", partial=True),
+            "missing": base + self.get_component_rich_style("hex--missing", partial=True),
+        }
+        return Strip([Segment(t, styles[k]) for t, k in parts]).adjust_cell_length(width, base)
