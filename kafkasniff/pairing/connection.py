@@ -301,8 +301,10 @@ class KafkaConnection:
         """A raw SASL token frame (after SaslHandshake v0): client tokens wait for the
         broker's next token, which completes the exchange (api_key -2, ``SaslToken``)."""
         desc = self.sasl.raw_token(from_client, frame.payload, self.ctx.show_secrets)
+        d = self.client_dir if from_client else 1 - self.client_dir
         msg = Message(frame.size + 4, frame.first_ts_ns, frame.last_ts_ns, frame.stream_offset,
-                      {}, desc, None, not frame.missing_bytes, frame.missing_bytes, 0)
+                      {}, desc, None, not frame.missing_bytes, frame.missing_bytes, 0,
+                      self.tcp.seq_at(d, frame.stream_offset))
         if from_client:
             self.sasl_tokens.append(msg)
             return []
@@ -327,9 +329,8 @@ class KafkaConnection:
             body, raw = {"_raw_body": Redacted("undecoded body of a secret-bearing API",
                                                len(raw))}, None
         complete = result.complete if result is not None else False
-        d = self.client_dir if is_request else 1 - self.client_dir
-        base = self.tcp.base_seq[d]
-        seq = (base + frame.stream_offset) & 0xFFFFFFFF if base >= 0 else -1
+        seq = self.tcp.seq_at(self.client_dir if is_request else 1 - self.client_dir,
+                              frame.stream_offset)
         return Message(frame.size + 4, frame.first_ts_ns, frame.last_ts_ns, frame.stream_offset,
                        header, body, raw, complete and not frame.missing_bytes,
                        frame.missing_bytes, body_offset, seq)

@@ -276,12 +276,12 @@ class Kafka07Connection:
                                   length_bytes=length, api_key=api_key))
         return out
 
-    @staticmethod
-    def _message(frame: Frame, header: dict, body: dict | None, complete: bool) -> Message:
+    def _message(self, frame: Frame, header: dict, body: dict | None, complete: bool,
+                 direction: int) -> Message:
         raw = bytes(frame.payload[2:]) if body is None else None
         return Message(frame.size + 4, frame.first_ts_ns, frame.last_ts_ns, frame.stream_offset,
                        header, body, raw, complete and not frame.missing_bytes,
-                       frame.missing_bytes, 2)
+                       frame.missing_bytes, 2, self.tcp.seq_at(direction, frame.stream_offset))
 
     def _on_request(self, frame: Frame) -> list:
         payload = frame.payload
@@ -299,7 +299,7 @@ class Kafka07Connection:
                                direction=self.client_dir, stream_offset=frame.stream_offset,
                                field_path="request_type", frame_offset=0)]
         complete = not any(b.kind == IssueKind.BODY_DECODE_ERROR for b in bissues)
-        msg = self._message(frame, {"request_type": rtype}, body, complete)
+        msg = self._message(frame, {"request_type": rtype}, body, complete, self.client_dir)
         issues = self._body_issues(bissues, frame, self.client_dir, rtype)
         self.requests += 1
         p = _Pending07(rtype, body, msg, issues, request_topics(rtype, body), self.requests)
@@ -343,12 +343,13 @@ class Kafka07Connection:
                                  f"0.7 response frame of {frame.size} bytes has no room for an "
                                  f"error_code", ts_ns=frame.first_ts_ns, direction=rdir,
                                  stream_offset=frame.stream_offset, api_key=p.rtype)]
-            msg = self._message(frame, {}, None, False)
+            msg = self._message(frame, {}, None, False, 1 - self.client_dir)
             return self._exchange(p, msg, PAIRED, (), issues)
         body, bissues = decode_response_07(p.rtype, payload, p.body,
                                            max_uncompressed_bytes=self.max_uncompressed_bytes)
         complete = not any(b.kind == IssueKind.BODY_DECODE_ERROR for b in bissues)
-        msg = self._message(frame, {"error_code": body["error_code"]}, body, complete)
+        msg = self._message(frame, {"error_code": body["error_code"]}, body, complete,
+                            1 - self.client_dir)
         issues = self._body_issues(bissues, frame, rdir, p.rtype)
         return self._exchange(p, msg, PAIRED, response_errors(body), issues)
 
@@ -367,7 +368,7 @@ class Kafka07Connection:
                            f"0.7 response of {frame.size} bytes has no captured request "
                            f"({why}); body kept raw", severity=sev, ts_ns=frame.first_ts_ns,
                            direction=1 - self.client_dir, stream_offset=frame.stream_offset)
-        msg = self._message(frame, header, None, False)
+        msg = self._message(frame, header, None, False, 1 - self.client_dir)
         return self._build(-1, None, msg, ORPHAN_RESPONSE, errors, (), [issue])
 
     def _unanswered(self, p: _Pending07, severity: str, why: str, *, ts_ns: int | None = None,

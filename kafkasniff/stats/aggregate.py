@@ -37,7 +37,7 @@ class Row:
     ``throttle_max_ms``, ``request_bytes``, ``response_bytes``.
     """
 
-    __slots__ = ("count", "statuses", "errors", "error_exchanges", "latency", "max_ns",
+    __slots__ = ("count", "statuses", "errors", "error_exchanges", "latency", "max_ns", "min_ns",
                  "throttled", "throttle_total_ms", "throttle_max_ms", "request_bytes",
                  "response_bytes")
 
@@ -48,6 +48,7 @@ class Row:
         self.error_exchanges = 0
         self.latency = new_sketch()
         self.max_ns = 0
+        self.min_ns = -1
         self.throttled = 0
         self.throttle_total_ms = 0
         self.throttle_max_ms = 0
@@ -67,6 +68,8 @@ class Row:
             self.latency.add(lat)
             if lat > self.max_ns:
                 self.max_ns = lat
+            if self.min_ns < 0 or lat < self.min_ns:
+                self.min_ns = lat
         t = ex.throttle_time_ms
         if t:
             self.throttled += 1
@@ -77,11 +80,15 @@ class Row:
         self.response_bytes += ex.response_bytes
 
     def quantile_ns(self, q: float) -> int | None:
-        """Latency quantile in ns (``None`` without paired exchanges)."""
+        """Latency quantile in ns (``None`` without paired exchanges), within 1 % of the true
+        value and clamped to the observed minimum and maximum (the sketch's relative error
+        could otherwise report a p99 above the max)."""
         if self.latency.count == 0:
             return None
         v = self.latency.get_quantile_value(q)
-        return None if v is None else int(round(v))
+        if v is None:
+            return None
+        return max(self.min_ns, min(self.max_ns, int(round(v))))
 
     def to_dict(self) -> dict:
         """JSON-ready summary of the row."""

@@ -65,6 +65,11 @@ class TcpConnection:
     base_seq: list[int] = field(default_factory=lambda: [-1, -1])
     app: Any = None
 
+    def seq_at(self, direction: int, offset: int) -> int:
+        """TCP sequence number of stream ``offset`` of ``direction`` (-1 if not known)."""
+        base = self.base_seq[direction]
+        return (base + offset) & 0xFFFFFFFF if base >= 0 else -1
+
     def endpoint(self, direction: int) -> str:
         """``"ip:port"`` of the sender of ``direction`` (0: A, 1: B)."""
         if direction == 0:
