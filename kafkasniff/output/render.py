@@ -256,7 +256,7 @@ def record_lines(ex: Exchange, max_value_bytes: int = DEFAULT_MAX_BYTES) -> list
         rs = loc.records.decoded
         if rs is None:
             continue
-        where = loc.topic or loc.topic_id or "?"
+        where = loc.display_topic
         for b in rs.batches:
             for r in b.records or ():
                 ts = format_ts(r.timestamp_ms * 1_000_000) if r.timestamp_ms and r.timestamp_ms > 0 else "-"

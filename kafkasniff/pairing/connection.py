@@ -122,7 +122,7 @@ class PairingContext:
             return issues, None, ()
         names = self.summarizer.registry.names
         located = [loc if loc.topic is not None or loc.topic_id not in names else
-                   replace(loc, topic=names[loc.topic_id]) for loc in located]
+                   replace(loc, resolved_topic=names[loc.topic_id]) for loc in located]
         issues += decode_located(located, with_records=self.with_records,
                                  max_uncompressed_bytes=self.max_uncompressed_bytes,
                                  defs=self.defs, partial_is_issue=not is_response)

@@ -29,11 +29,13 @@ class LocatedRecords:
     """One ``records`` field with where it is.
 
     Attributes:
-        topic: topic name (``None`` when only an id is on the wire; see ``topic_id``).
+        topic: topic name as on the wire (``None`` when only an id is on the wire).
         topic_id: topic id text (Kafka uuid form) when on the wire, else ``None``.
         partition: partition index, ``None`` if the layout has none.
         field_path: dotted path of the field, e.g. ``topic_data[0].partition_data[1].records``.
         records: the field (``RawRecords``; ``.decoded`` is set by :func:`decode_located`).
+        resolved_topic: the name of ``topic_id`` learnt from responses seen earlier on any
+            connection (for display only: exports keep to what is on the wire), else None.
     """
 
     topic: str | None
@@ -41,6 +43,12 @@ class LocatedRecords:
     partition: int | None
     field_path: str
     records: RawRecords
+    resolved_topic: str | None = None
+
+    @property
+    def display_topic(self) -> str:
+        """The best name to show: on the wire, else resolved, else the id, else ``?``."""
+        return self.topic or self.resolved_topic or self.topic_id or "?"
 
 
 @dataclass(frozen=True, slots=True)

@@ -379,7 +379,7 @@ class Aggregates:
                     t[2][(part, err)] += 1
         produce = ex.api_key == 0
         for loc in ex.record_fields:
-            name = loc.topic or loc.topic_id or "?"
+            name = loc.display_topic
             t = self._topic(name)
             if t is None:
                 continue

@@ -1,0 +1,317 @@
+"""Getting a SparkSession: local mode, a standalone / YARN / k8s master, or Spark Connect.
+
+``get_spark()`` is the one place a session is made. Local mode (``local[*]``, or
+``local[N]`` with ``cores=N``) is the default and needs only ``pip install
+'kafkasniff[spark]'`` and a Java 17+ runtime. ``master="spark://host:7077"`` (or any master
+URL Spark knows) runs on an existing cluster; ``remote="sc://host:15002"`` talks to a Spark
+Connect server, which needs pyspark's Connect client packages (``pip install
+'pyspark[connect]'``: pandas, pyarrow, grpcio, grpcio-status, googleapis-common-protos,
+zstandard, numpy).
+
+Every session gets: ``spark.sql.session.timeZone=UTC`` (timestamps print and bucket in UTC
+like the rest of kafkasniff), ``spark.sql.parquet.outputTimestampType=TIMESTAMP_MICROS``
+(what the export schemas use), no console progress bar, and logging at WARN (a log4j2
+configuration that silences Spark's start-up chatter). ``PYSPARK_PYTHON`` and
+``PYSPARK_DRIVER_PYTHON`` default to this interpreter (``sys.executable``) so that Python
+workers run the same virtualenv, with kafkasniff importable; on a cluster that path must
+exist on every node (see ``docs/spark.md``), or set ``PYSPARK_PYTHON`` yourself.
+
+PySpark is imported only inside these functions, never at module import.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from typing import Iterator
+
+from kafkasniff.errors import KafkaSniffError
+
+__all__ = [
+    "DEFAULT_APP_NAME",
+    "SparkSetupError",
+    "check_connect_client",
+    "check_java",
+    "check_pyspark",
+    "get_spark",
+    "spark_session",
+]
+
+DEFAULT_APP_NAME = "kafkasniff"
+MIN_JAVA = 17
+
+_BASE_CONF = {
+    "spark.sql.session.timeZone": "UTC",
+    "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
+    "spark.ui.showConsoleProgress": "false",
+}
+
+# module (import name) -> distribution to install, for pyspark's Connect client
+_CONNECT_MODULES = {
+    "pandas": "pandas",
+    "pyarrow": "pyarrow",
+    "grpc": "grpcio",
+    "grpc_status": "grpcio-status",
+    "google.rpc": "googleapis-common-protos",
+    "zstandard": "zstandard",
+    "numpy": "numpy",
+}
+
+_LOG4J2 = """\
+# kafkasniff: Spark at WARN, without start-up chatter
+rootLogger.level = warn
+rootLogger.appenderRef.stderr.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n%ex
+logger.hadoop.name = org.apache.hadoop.util.NativeCodeLoader
+logger.hadoop.level = error
+logger.utils.name = org.apache.spark.util.Utils
+logger.utils.level = error
+logger.parquet.name = org.apache.parquet
+logger.parquet.level = error
+logger.sqlmem.name = org.apache.spark.sql.execution.datasources.parquet
+logger.sqlmem.level = error
+logger.stream.name = org.apache.spark.sql.execution.streaming
+logger.stream.level = error
+logger.nwr.name = org.apache.spark.sql.execution.streaming.runtime.ResolveWriteToStream
+logger.nwr.level = error
+logger.rl.name = org.apache.spark.sql.catalyst.util.SparkStringUtils
+logger.rl.level = error
+"""
+
+
+class SparkSetupError(KafkaSniffError):
+    """Spark cannot run here: PySpark, Java or the Connect client packages are missing, or a
+    session with another master is already active in this process. The message says what
+    to install or change."""
+
+
+def check_pyspark() -> None:
+    """Raise :class:`SparkSetupError` when PySpark is not installed."""
+    if importlib.util.find_spec("pyspark") is None:
+        raise SparkSetupError("PySpark is not installed: pip install 'kafkasniff[spark]' "
+                              "(and a Java 17+ runtime, e.g. apt install "
+                              "openjdk-17-jre-headless)")
+
+
+def _java_binary() -> str | None:
+    home = os.environ.get("JAVA_HOME")
+    if home:
+        cand = os.path.join(home, "bin", "java")
+        if os.access(cand, os.X_OK):
+            return cand
+    return shutil.which("java")
+
+
+def check_java() -> str:
+    """Return the ``java`` binary Spark will use; raise :class:`SparkSetupError` when there
+    is none or it is older than Java 17 (what Spark 4 needs)."""
+    java = _java_binary()
+    if java is None:
+        raise SparkSetupError(
+            "Java is not installed (no JAVA_HOME and no 'java' on PATH); Spark needs a "
+            f"Java {MIN_JAVA}+ runtime: apt install openjdk-17-jre-headless, or set JAVA_HOME")
+    try:
+        res = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise SparkSetupError(f"{java}: cannot run java -version ({exc})") from None
+    m = re.search(r'version "(\d+)(?:\.(\d+))?', res.stderr + res.stdout)
+    if m:
+        major = int(m.group(1))
+        if major == 1 and m.group(2):    # "1.8.0_..." is Java 8
+            major = int(m.group(2))
+        if major < MIN_JAVA:
+            raise SparkSetupError(f"{java} is Java {major}; Spark needs Java {MIN_JAVA}+ "
+                                  "(apt install openjdk-17-jre-headless, or set JAVA_HOME)")
+    return java
+
+
+def check_connect_client() -> None:
+    """Raise :class:`SparkSetupError` naming the missing packages when pyspark's Spark
+    Connect client cannot load (it needs pandas, pyarrow, grpcio, grpcio-status,
+    googleapis-common-protos, zstandard and numpy)."""
+    missing = []
+    for module, dist in _CONNECT_MODULES.items():
+        try:
+            found = importlib.util.find_spec(module) is not None
+        except (ImportError, ValueError):
+            found = False
+        if not found:
+            missing.append(dist)
+    if missing:
+        import pyspark
+
+        raise SparkSetupError(
+            "Spark Connect (--remote) needs pyspark's Connect client; missing: "
+            + ", ".join(missing)
+            + f". Install them with: pip install 'pyspark[connect]=={pyspark.__version__}'")
+
+
+def _log4j2_file() -> str:
+    path = os.path.join(tempfile.gettempdir(), f"kafkasniff-log4j2-{os.getuid()}.properties")
+    try:
+        with open(path) as f:
+            if f.read() == _LOG4J2:
+                return path
+    except OSError:
+        pass
+    tmp = f"{path}.{os.getpid()}"
+    with open(tmp, "w") as f:
+        f.write(_LOG4J2)
+    os.replace(tmp, path)
+    return path
+
+
+def _active_session():
+    from pyspark.sql import SparkSession
+
+    return SparkSession.getActiveSession()
+
+
+def get_spark(master: str | None = None, remote: str | None = None,
+              app_name: str = DEFAULT_APP_NAME, cores: int | None = None,
+              conf: dict[str, str] | None = None):
+    """A SparkSession configured for kafkasniff.
+
+    Args:
+        master: a Spark master URL (``local[4]``, ``spark://host:7077``, ``yarn``, ``k8s://``
+            ...); default ``local[*]`` (``local[cores]`` with ``cores``).
+        remote: a Spark Connect URL (``sc://host:15002``); exclusive with ``master``.
+        app_name: the application name shown by the cluster.
+        cores: local mode: worker threads; a cluster: ``spark.cores.max``.
+        conf: further Spark settings (override the defaults above).
+
+    Returns:
+        The active session when one exists in this process and no other master was asked
+        for (so tests and notebooks share one), else a new one.
+
+    Raises:
+        SparkSetupError: PySpark, Java (local / cluster mode) or the Connect client
+            packages (``remote``) are missing, or an active session runs on another master.
+    """
+    if master and remote:
+        raise SparkSetupError("give either --master or --remote, not both")
+    check_pyspark()
+    settings = dict(_BASE_CONF)
+    if conf:
+        settings.update(conf)
+    if remote:
+        check_connect_client()
+        from pyspark.sql import SparkSession
+
+        builder = SparkSession.builder.remote(remote).appName(app_name)
+        session = builder.getOrCreate()
+        for k, v in settings.items():
+            if k.startswith("spark.sql."):
+                session.conf.set(k, v)
+        return session
+
+    active = _active_session()
+    if active is not None:
+        sc = active.sparkContext
+        active_master = sc.master
+        if master is None or master == active_master:
+            for k, v in settings.items():
+                if k.startswith("spark.sql."):
+                    active.conf.set(k, v)
+            if "PYSPARK_PYTHON" not in os.environ:
+                # a session made elsewhere without PYSPARK_PYTHON runs "python3" from PATH,
+                # which may lack kafkasniff: our Python tasks use this interpreter
+                sc.pythonExec = sys.executable
+            return active
+        raise SparkSetupError(f"a Spark session on {active_master} is already active in "
+                              f"this process; cannot start one on {master}")
+
+    check_java()
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    # under spark-submit the JVM is already running with the submit's --master and --conf:
+    # keep its master unless one is given here
+    submitted = "PYSPARK_GATEWAY_PORT" in os.environ
+    if master is None and not submitted:
+        master = f"local[{cores}]" if cores else "local[*]"
+    if master is not None and master.startswith("local"):
+        # one machine: a few shuffle partitions per core, not Spark's cluster default of 200
+        m = re.match(r"local\[(\d+)", master)
+        n = int(m.group(1)) if m else (os.cpu_count() or 2)
+        settings.setdefault("spark.sql.shuffle.partitions", str(max(4, 2 * n)))
+    elif cores:
+        settings.setdefault("spark.cores.max", str(cores))
+    if not submitted:
+        log_opt = f"-Dlog4j2.configurationFile=file:{_log4j2_file()}"
+        key = "spark.driver.extraJavaOptions"   # executors of a cluster log to their own files
+        settings[key] = f"{log_opt} {settings[key]}" if key in settings else log_opt
+
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.appName(app_name)
+    if master is not None:
+        builder = builder.master(master)
+    for k, v in settings.items():
+        builder = builder.config(k, v)
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("WARN")
+    return session
+
+
+def is_connect(session) -> bool:
+    """Whether ``session`` is a Spark Connect client session (no SparkContext, no RDDs)."""
+    return type(session).__module__.startswith("pyspark.sql.connect")
+
+
+@contextlib.contextmanager
+def spark_session(master: str | None = None, remote: str | None = None,
+                  app_name: str = DEFAULT_APP_NAME, cores: int | None = None,
+                  conf: dict[str, str] | None = None) -> Iterator:
+    """:func:`get_spark` as a context manager: the session is stopped at the end only if it
+    was created here (an already active session, e.g. a test's, is left running)."""
+    existed = None
+    if not remote and importlib.util.find_spec("pyspark") is not None:
+        existed = _active_session()
+    session = get_spark(master=master, remote=remote, app_name=app_name, cores=cores,
+                        conf=conf)
+    try:
+        yield session
+    finally:
+        if session is not existed:
+            session.stop()
+            if not remote:
+                _shutdown_gateway()
+
+
+def _shutdown_gateway(timeout_s: float = 60) -> None:
+    """Stop the JVM that PySpark launched for this process and wait for it to exit.
+
+    PySpark leaves the JVM running until the Python process exits (the JVM then sees its
+    stdin close and exits on its own, reparented to PID 1); waiting for it here means no
+    process outlives the command, also where PID 1 does not reap orphans (containers). A
+    later :func:`get_spark` in the same process launches a new JVM."""
+    from pyspark import SparkContext
+
+    gw = SparkContext._gateway
+    if gw is None or SparkContext._active_spark_context is not None:
+        return
+    proc = getattr(gw, "proc", None)
+    try:
+        gw.shutdown()
+    except Exception:  # noqa: BLE001 - the JVM may already be gone
+        pass
+    SparkContext._gateway = None
+    SparkContext._jvm = None
+    if proc is not None:
+        try:
+            if proc.stdin is not None:
+                proc.stdin.close()
+            proc.wait(timeout=timeout_s)
+        except (OSError, subprocess.TimeoutExpired):
+            proc.kill()
+            proc.wait()

@@ -1,0 +1,256 @@
+"""``spark report``: views, reports, percentiles against ``kafkasniff stats``, ``--sql``."""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+from collections import Counter, defaultdict
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.dataset as ds
+import pyarrow.parquet as pq
+import pytest
+from click.testing import CliRunner
+
+from kafkasniff.export.schema import SCHEMAS, TABLES
+from kafkasniff.spark.command import spark_group
+from kafkasniff.spark.report import (QUANTILES, REPORTS, _latency_report, read_table,
+                                     register_views)
+
+from .conftest import ALL_CAPTURES, all_broker_ports
+
+THROTTLED = "synthetic_throttled.pcap"
+
+
+def arrow_rows(root: Path, table: str) -> list[dict]:
+    return ds.dataset(str(root / table), format="parquet",
+                      schema=SCHEMAS[table]).to_table().to_pylist()
+
+
+def add_throttled_capture(root: Path, source_rows: list[dict]) -> list[dict]:
+    """Write a copy of some exchanges as capture ``THROTTLED`` with throttle times (none of
+    the committed captures is throttled)."""
+    rows = []
+    for k, r in enumerate(source_rows):
+        r = dict(r, capture=THROTTLED, throttle_time_ms=(k % 4) * 250)
+        rows.append(r)
+    pq.write_table(pa.Table.from_pylist(rows, schema=SCHEMAS["exchanges"]),
+                   root / "exchanges" / f"part-{THROTTLED}-0.parquet")
+    return rows
+
+
+@pytest.fixture(scope="module")
+def report_dir(exported, tmp_path_factory) -> Path:
+    """A copy of the export of every capture plus a throttled synthetic capture."""
+    d = tmp_path_factory.mktemp("report") / "tables"
+    shutil.copytree(exported, d)
+    legacy = [r for r in arrow_rows(d, "exchanges") if r["capture"] == "kafka_python_legacy.pcap"]
+    add_throttled_capture(d, legacy)
+    return d
+
+
+# ---------------------------------------------------------------------------- views
+
+def test_views_have_the_documented_schema(spark, report_dir) -> None:
+    from pyspark.sql.types import _parse_datatype_string
+
+    from kafkasniff.export.schema import spark_ddl
+
+    views = register_views(spark, report_dir)
+    assert set(TABLES) <= set(views)
+    for table in TABLES:
+        want = _parse_datatype_string(spark_ddl(table))
+        got = views[table].schema
+        assert [(f.name, f.dataType) for f in got] == [(f.name, f.dataType) for f in want]
+    assert spark.table("topic_names").columns == ["topic_id", "topic_name"]
+    assert spark.table("exchange_topics").columns[-1] == "topic"
+    assert spark.table("partition_topics").columns[-1] == "topic_name"
+
+
+def test_partitioned_and_missing_tables(spark, tmp_path) -> None:
+    from kafkasniff.export.writer import export_captures
+
+    out = tmp_path / "p"
+    export_captures([ALL_CAPTURES[0]], out, partition_by=("date", "hour"))
+    shutil.rmtree(out / "topic_ids")
+    df = read_table(spark, out, "exchanges")
+    assert df.columns == SCHEMAS["exchanges"].names        # date/hour back in place
+    assert read_table(spark, out, "records") is None
+    views = register_views(spark, out)
+    assert "topic_ids" not in views and "records" not in views
+    # topic ids stay unresolved without the topic_ids table, the views still work
+    assert spark.table("exchange_topics").count() >= 0
+
+
+# ---------------------------------------------------------------------------- percentiles
+
+def stats_json(pcap: Path) -> dict:
+    from kafkasniff.cli import main
+
+    args = ["stats", "--json"]
+    for p in sorted(all_broker_ports()):
+        args += ["--port", str(p)]
+    res = CliRunner().invoke(main, args + [str(pcap)])
+    assert res.exit_code == 0, res.output
+    return json.loads(res.output)
+
+
+def sample_ranks(xs: list[int], value: int) -> list[int]:
+    return [k for k, x in enumerate(xs) if x == value]
+
+
+def test_percentiles_agree_with_stats(spark, exported) -> None:
+    """Both tools estimate the same quantiles of the same latencies, each within its own
+    documented guarantee, so they agree within the sum of both.
+
+    - percentile_approx(accuracy=10000) returns a value of the column whose 1-based rank is
+      within n/10000 of ceil(p*n); for these small groups (n < 10000) the summary holds every
+      value, so the rank is exact up to the ±1 of merging partial summaries: the answer is
+      x[i-1], x[i] or x[i+1] with i = ceil(p*n) - 1 (0-based, x sorted).
+    - stats' DDSketch (relative accuracy 1 %) returns, for rank floor(p*(n-1)) (0-based: j),
+      a value within 1 % of x[j]; and j is i or i-1 (p*(n-1) = p*n - p with 0 < p < 1).
+    So the DDSketch value is within 1 % of a sample at most two ranks from percentile_approx's.
+    Maxima are exact in both.
+    """
+    views = register_views(spark, exported)
+    assert "exchanges" in views
+    dims = {
+        "apis": ("exchanges", "concat_ws('|', capture, api_name)"),
+        "clients": ("exchanges", "concat_ws('|', capture, coalesce(client_id, '(none)'))"),
+        "brokers": ("exchanges", "concat_ws('|', capture, broker)"),
+        "topics": ("exchange_topics", "concat_ws('|', capture, topic)"),
+    }
+    spark_rows = {}
+    for dim, (src, key) in dims.items():
+        for r in _latency_report(spark, src, key, "k").collect():
+            spark_rows[(dim, r["k"])] = r
+    # the exact latencies from the exchanges table (the population of both tools)
+    lat: dict = defaultdict(list)
+    names = {}
+    for r in arrow_rows(exported, "exchanges"):
+        if r["status"] != "paired" or r["latency_ns"] is None:
+            continue
+        v = max(r["latency_ns"], 0)
+        c = r["capture"]
+        lat[("apis", f"{c}|{r['api_name']}")].append(v)
+        lat[("clients", f"{c}|{r['client_id'] or '(none)'}")].append(v)
+        lat[("brokers", f"{c}|{r['broker']}")].append(v)
+        names[r["exchange_id"]] = r
+    topic_lat = defaultdict(list)
+    for r in spark.sql("SELECT capture, topic, status, latency_ns FROM exchange_topics "
+                       "WHERE status = 'paired' AND latency_ns IS NOT NULL").collect():
+        topic_lat[("topics", f"{r['capture']}|{r['topic']}")].append(max(r["latency_ns"], 0))
+    lat.update(topic_lat)
+
+    checked = Counter()
+    exact = 0
+    for pcap in ALL_CAPTURES:
+        st = stats_json(pcap)
+        for dim in dims:
+            for key, row in st[dim].items():
+                k = (dim, f"{pcap.name}|{key}")
+                srow = spark_rows.get(k)
+                if srow is None or row["latency_count"] == 0:
+                    continue   # e.g. stats names SaslToken exchanges "Unknown"
+                xs = sorted(lat[k])
+                n = len(xs)
+                if n != row["latency_count"] or n != srow["paired"]:
+                    # topics: stats resolves ids only through responses seen earlier
+                    assert dim == "topics", (k, n, row["latency_count"], srow["paired"])
+                    continue
+                assert srow["max_ns"] == row["latency_max_ns"] == xs[-1], k
+                for q in QUANTILES:
+                    col = f"p{round(q * 100)}_ns"
+                    sv = srow[col]
+                    dd = row[f"latency_p{round(q * 100)}_ns"]
+                    i = math.ceil(q * n) - 1
+                    ranks = sample_ranks(xs, sv)
+                    assert ranks and min(abs(r - i) for r in ranks) <= 1, (k, q, sv, xs[i])
+                    exact += sv == xs[i]
+                    j_candidates = [j for j in (i - 1, i) if 0 <= j < n]
+                    assert any(abs(dd - xs[j]) <= 0.01 * xs[j] + 1 for j in j_candidates), \
+                        (k, q, dd, [xs[j] for j in j_candidates])
+                    nearest = min(abs(r - j) for r in ranks for j in j_candidates)
+                    assert nearest <= 2
+                    checked[dim] += 1
+    assert checked["apis"] > 100 and checked["clients"] > 30 and checked["brokers"] > 50
+    assert checked["topics"] > 20
+    # small groups: percentile_approx answered with the exact sample everywhere here
+    assert exact == sum(checked.values())
+
+
+# ---------------------------------------------------------------------------- report
+
+def test_report_command_prints_and_writes(spark, report_dir) -> None:
+    res = CliRunner().invoke(spark_group, ["report", str(report_dir), "--top", "5"])
+    assert res.exit_code == 0, res.output
+    for name, title in REPORTS.items():
+        assert f"[{name}]" in res.output
+        assert (report_dir / "report" / name).is_dir()
+    assert "percentile_approx" in res.output
+    rep = {name: pq.read_table(report_dir / "report" / name).to_pylist() for name in REPORTS}
+    ex = arrow_rows(report_dir, "exchanges")
+    # every exchange is in exactly one api row; error counts by name
+    assert sum(r["exchanges"] for r in rep["latency_by_api"]) == len(ex)
+    want_errors = Counter(e for r in ex for e in r["errors"])
+    assert {r["error"]: r["exchanges"] for r in rep["errors_by_name"]} == dict(want_errors)
+    for r in rep["errors_by_name"]:
+        assert r["rate"] == pytest.approx(want_errors[r["error"]] / len(ex))
+    per_api = Counter(r["api_name"] for r in ex)
+    for r in rep["errors_by_api"]:
+        assert r["rate"] == pytest.approx(r["exchanges"] / per_api[r["api_name"]])
+    # throttle totals (only the synthetic capture is throttled)
+    thr = [r for r in ex if r["throttle_time_ms"]]
+    assert thr and sum(r["throttle_total_ms"] for r in rep["throttle"]) == \
+        sum(r["throttle_time_ms"] for r in thr)
+    assert sum(r["throttled"] for r in rep["throttle"]) == len(thr)
+    # top talkers: bytes and requests add up
+    assert sum(r["requests"] for r in rep["top_client_ids"]) == len(ex)
+    assert sum(r["total_bytes"] for r in rep["top_clients"]) == \
+        sum(r["request_bytes"] + r["response_bytes"] for r in ex)
+    totals = [r["total_bytes"] for r in rep["top_client_ids"]]
+    assert totals == sorted(totals, reverse=True)
+    # throughput: every produce / fetch partition row with record data is counted once
+    parts = arrow_rows(report_dir, "partitions")
+    want = Counter()
+    for p in parts:
+        if p["records_bytes"] is not None and p["api_name"] in ("Produce", "Fetch",
+                                                                  "ShareFetch"):
+            want["produce" if p["api_name"] == "Produce" else "fetch"] += p["records_bytes"]
+    got = Counter()
+    for r in rep["throughput_per_minute"]:
+        got[r["direction"]] += r["bytes"]
+        assert r["minute"].second == 0 and r["topic"]
+        assert r["bytes_per_s"] == pytest.approx(r["bytes"] / 60)
+    assert got == want and got["produce"] > 0 and got["fetch"] > 0
+    # topic ids resolved: no 22-character id where topic_ids knows the name
+    ids = {r["topic_id"] for r in arrow_rows(report_dir, "topic_ids")}
+    assert not ids & {r["topic"] for r in rep["throughput_per_minute"]}
+    assert not ids & {r["topic"] for r in rep["latency_by_topic"]}
+
+
+def test_sql(spark, report_dir) -> None:
+    q = ("SELECT api_name, count(*) AS n FROM exchanges WHERE capture = "
+         "'librdkafka_errors_latency.pcap' GROUP BY api_name ORDER BY n DESC, api_name")
+    res = CliRunner().invoke(spark_group, ["report", str(report_dir), "--sql", q])
+    assert res.exit_code == 0, res.output
+    lines = res.output.splitlines()
+    assert lines[0] == "result"
+    assert lines[1].split() == ["api_name", "n"]
+    assert lines[3].split() == ["Fetch", "53"]
+    # the helper views resolve topics
+    q2 = "SELECT DISTINCT topic FROM exchange_topics WHERE capture = 'librdkafka_share.pcap'"
+    res = CliRunner().invoke(spark_group, ["report", str(report_dir), "--sql", q2])
+    assert res.exit_code == 0 and "ks-share" in res.output, res.output
+    bad = CliRunner().invoke(spark_group, ["report", str(report_dir), "--sql",
+                                           "SELECT nope FROM exchanges"])
+    assert bad.exit_code == 2
+    assert "SQL:" in bad.output and "nope" in bad.output
+
+
+def test_report_without_tables(spark, tmp_path) -> None:
+    res = CliRunner().invoke(spark_group, ["report", str(tmp_path)])
+    assert res.exit_code == 2
+    assert "no exported table" in res.output

@@ -1,0 +1,129 @@
+"""Engine set-up (kafkasniff.spark.session) and the command group's surface."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from kafkasniff.spark import session as sess
+from kafkasniff.spark.command import spark_group
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_session_settings(spark) -> None:
+    assert spark.conf.get("spark.sql.session.timeZone") == "UTC"
+    assert spark.conf.get("spark.sql.parquet.outputTimestampType") == "TIMESTAMP_MICROS"
+    # executors run this interpreter: set by get_spark (PYSPARK_PYTHON), or on the session
+    # when another test module made it first without PYSPARK_PYTHON
+    assert os.environ.get("PYSPARK_PYTHON") == sys.executable or \
+        spark.sparkContext.pythonExec == sys.executable
+    # Python tasks run this interpreter (so kafkasniff imports there)
+    got = spark.sparkContext.parallelize([0], 1).map(
+        lambda _: __import__("sys").executable).collect()
+    assert got == [spark.sparkContext.pythonExec]
+    assert sess.get_spark() is spark            # the active session is shared
+
+
+def test_other_master_while_active(spark) -> None:
+    with pytest.raises(sess.SparkSetupError, match="already active"):
+        sess.get_spark(master="spark://127.0.0.1:1")
+    with pytest.raises(sess.SparkSetupError, match="not both"):
+        sess.get_spark(master="local[1]", remote="sc://localhost")
+
+
+def test_missing_java_is_a_clear_error(monkeypatch, tmp_path) -> None:
+    monkeypatch.delenv("JAVA_HOME", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(sess.SparkSetupError, match="Java is not installed.*openjdk-17"):
+        sess.check_java()
+
+
+def test_old_java_is_a_clear_error(monkeypatch, tmp_path) -> None:
+    java = tmp_path / "bin" / "java"
+    java.parent.mkdir()
+    java.write_text('#!/bin/sh\necho \'openjdk version "11.0.2" 2019-01-15\' >&2\n')
+    java.chmod(0o755)
+    monkeypatch.setenv("JAVA_HOME", str(tmp_path))
+    with pytest.raises(sess.SparkSetupError, match="Java 11; Spark needs Java 17"):
+        sess.check_java()
+
+
+def test_missing_connect_packages_are_named(monkeypatch) -> None:
+    real = importlib.util.find_spec
+
+    def fake(name, *a, **k):
+        if name in ("grpc", "grpc_status", "google.rpc", "pandas"):
+            return None
+        return real(name, *a, **k)
+
+    monkeypatch.setattr(importlib.util, "find_spec", fake)
+    with pytest.raises(sess.SparkSetupError) as err:
+        sess.check_connect_client()
+    msg = str(err.value)
+    for dist in ("grpcio", "grpcio-status", "googleapis-common-protos", "pandas"):
+        assert dist in msg
+    assert "pip install 'pyspark[connect]==" in msg
+
+
+def test_remote_without_connect_packages_via_cli(monkeypatch, tmp_path) -> None:
+    def missing() -> None:
+        raise sess.SparkSetupError("needs pyspark[connect]")
+
+    monkeypatch.setattr(sess, "check_connect_client", missing)
+    res = CliRunner().invoke(spark_group, ["report", str(tmp_path), "--remote", "sc://x:1"])
+    assert res.exit_code == 2
+    assert "needs pyspark[connect]" in res.output
+
+
+def test_no_pyspark_on_import_and_in_headless_commands() -> None:
+    code = ("import sys; import kafkasniff.spark, kafkasniff.spark.command, "
+            "kafkasniff.spark.split, kafkasniff.spark.decode, kafkasniff.spark.report, "
+            "kafkasniff.spark.watch, kafkasniff.spark.session; "
+            "print([m for m in ('pyspark', 'py4j') if m in sys.modules])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=ROOT, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("command,options", [
+    ("decode", ["--output", "--master", "--remote", "--cores", "--conf", "--shards",
+                "--split-threshold-mb", "--records", "--partition-by", "--format",
+                "--row-group-rows", "--no-verify", "--keep-scratch", "--port", "--detect",
+                "--max-frame-bytes", "--show-secrets", "--quiet"]),
+    ("report", ["--master", "--remote", "--sql", "--top", "--no-write", "--conf"]),
+    ("watch", ["--master", "--remote", "--watermark", "--window", "--trigger-seconds",
+               "--available-now", "--checkpoint", "--max-files-per-trigger", "--output-mode",
+               "--rows"]),
+])
+def test_help(command, options) -> None:
+    res = CliRunner().invoke(spark_group, [command, "--help"])
+    assert res.exit_code == 0, res.output
+    for o in options:
+        assert o in res.output, o
+    top = CliRunner().invoke(spark_group, ["--help"])
+    assert command in top.output
+
+
+def test_decode_usage_errors(tmp_path) -> None:
+    res = CliRunner().invoke(spark_group, ["decode", "-o", str(tmp_path / "o")])
+    assert res.exit_code == 2 and "no capture given" in res.output
+    res = CliRunner().invoke(spark_group, ["decode", str(tmp_path / "nope.pcap"), "-o",
+                                           str(tmp_path / "o")])
+    assert res.exit_code == 2 and "no such file" in res.output
+
+
+def test_decode_command(spark, tmp_path) -> None:
+    pcap = ROOT / "captures" / "librdkafka_admin.pcap"
+    res = CliRunner().invoke(spark_group, ["decode", str(pcap), "-o", str(tmp_path / "o"),
+                                           "--shards", "2", "--port", "39179", "--port",
+                                           "35891", "--port", "34505"])
+    assert res.exit_code == 0, res.output
+    assert "exchanges 19" in res.output and "counts verified" in res.output

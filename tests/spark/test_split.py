@@ -1,0 +1,143 @@
+"""Splitting a capture by connection (kafkasniff.spark.split): no Spark involved."""
+
+from __future__ import annotations
+
+import zlib
+from collections import Counter, defaultdict
+from pathlib import Path
+
+import pytest
+
+from kafkasniff.capture import CapturedPacket, TcpSegment, decode_packet, open_capture
+from kafkasniff.capture.writer import PcapNgWriter
+from kafkasniff.spark.split import (MAX_SHARDS, SPLIT_THRESHOLD_BYTES, flow_key, shard_count,
+                                    shard_of, split_capture)
+from tests.capture import builders as b
+
+from .conftest import ALL_CAPTURES
+
+
+def packets_of(path) -> list[CapturedPacket]:
+    with open_capture(path) as src:
+        return list(src)
+
+
+def flow(pkt: CapturedPacket):
+    seg = decode_packet(pkt)
+    return flow_key(seg) if type(seg) is TcpSegment else None
+
+
+def pkey(p: CapturedPacket) -> tuple:
+    return (p.ts_ns, p.link_type, p.data, p.orig_len)
+
+
+@pytest.mark.parametrize("n", [1, 3, 7])
+@pytest.mark.parametrize("capture", ALL_CAPTURES, ids=lambda p: p.name)
+def test_split_keeps_every_connection_whole(tmp_path: Path, capture: Path, n: int) -> None:
+    orig = packets_of(capture)
+    res = split_capture(capture, tmp_path, n)
+    assert res.packets_read == len(orig) == sum(res.packets.values())
+    assert res.issues == []
+    per_flow_orig = Counter(flow(p) for p in orig)
+    shard_of_flow: dict = {}
+    per_flow_split: Counter = Counter()
+    all_split: list = []
+    for i, path in res.paths.items():
+        got = packets_of(path)
+        assert len(got) == res.packets[i] > 0
+        all_split.extend(got)
+        for p in got:
+            f = flow(p)
+            per_flow_split[f] += 1
+            if f is None:
+                assert i == 0, "non-TCP packets go to shard 0"
+                continue
+            # each connection (both directions) lives in exactly one shard
+            assert shard_of_flow.setdefault(f, i) == i
+            assert i == zlib.crc32(f) % n
+        # within a shard, packets keep the capture's order
+        order = {pkey(p): k for k, p in enumerate(orig)}
+        idx = [order[pkey(p)] for p in got]
+        assert idx == sorted(idx)
+    # per-connection packet counts are those of the original capture
+    assert per_flow_split == per_flow_orig
+    # nothing lost, nothing changed: same packets (ts_ns, link type, bytes, orig_len)
+    assert Counter(pkey(p) for p in all_split) == Counter(pkey(p) for p in orig)
+    if n == 1:
+        assert list(res.paths) == [0]
+
+
+def test_both_directions_same_shard() -> None:
+    a = TcpSegment(0, b"\x0a\x00\x00\x01", 40000, b"\x0a\x00\x00\x02", 9092, 0, 0, 0, b"")
+    r = TcpSegment(0, b"\x0a\x00\x00\x02", 9092, b"\x0a\x00\x00\x01", 40000, 0, 0, 0, b"")
+    assert flow_key(a) == flow_key(r)
+    assert all(shard_of(a, n) == shard_of(r, n) for n in range(1, 50))
+    other = TcpSegment(0, b"\x0a\x00\x00\x01", 40001, b"\x0a\x00\x00\x02", 9092, 0, 0, 0, b"")
+    assert flow_key(other) != flow_key(a)
+
+
+def test_several_link_types_and_non_tcp(tmp_path: Path) -> None:
+    """Link types and timestamps survive; ARP/UDP go to shard 0; IPv6 flows are hashed."""
+    src4, dst4 = bytes([10, 0, 0, 1]), bytes([10, 0, 0, 2])
+    src6, dst6 = bytes(15) + b"\x01", bytes(15) + b"\x02"
+    pkts = []
+    for i in range(40):
+        sport = 40000 + i % 8
+        seg = b.tcp_header(sport=sport, seq=i) + b"x" * (i % 5)
+        rev = b.tcp_header(sport=9092, dport=sport, seq=i)
+        frames = [(1, b.ether(b.ipv4(src4, dst4, seg))), (113, b.sll(b.ipv4(dst4, src4, rev))),
+                  (101, b.ipv6(src6, dst6, seg)), (1, b.ether(b"\x00" * 28, ethertype=0x0806)),
+                  (1, b.ether(b.ipv4(src4, dst4, b"\x00" * 8, proto=17)))]
+        for k, (lt, data) in enumerate(frames):
+            pkts.append(CapturedPacket(1_700_000_000_000_000_001 + i * 10 + k, lt, data,
+                                       len(data)))
+    src = tmp_path / "mixed.pcapng"
+    with PcapNgWriter(src) as w:
+        for p in pkts:
+            w.write(p)
+    res = split_capture(src, tmp_path / "out", 4)
+    got = [p for path in res.paths.values() for p in packets_of(path)]
+    assert Counter(pkey(p) for p in got) == Counter(pkey(p) for p in pkts)
+    shard0 = {pkey(p) for p in packets_of(res.paths[0])}
+    for p in pkts:
+        if flow(p) is None:
+            assert pkey(p) in shard0
+    assert len(res.paths) > 1
+
+
+def test_damaged_source_reports_issues(tmp_path: Path) -> None:
+    capture = ALL_CAPTURES[0]
+    blob = capture.read_bytes()
+    cut = tmp_path / "cut.pcap"
+    cut.write_bytes(blob[:-7])
+    res = split_capture(cut, tmp_path / "out", 3)
+    assert [i.kind for i in res.issues] == ["capture_truncated"]
+    assert res.packets_read == len(packets_of(capture)) - 1
+
+
+def test_shard_count() -> None:
+    assert shard_count(10) == 1
+    assert shard_count(SPLIT_THRESHOLD_BYTES - 1) == 1
+    assert shard_count(SPLIT_THRESHOLD_BYTES) == 2
+    assert shard_count(10 * SPLIT_THRESHOLD_BYTES + 1) == 11
+    assert shard_count(10, 5) == 5
+    assert shard_count(10 << 40, None) == MAX_SHARDS
+    assert shard_count(100, threshold_bytes=50, target_bytes=10) == 10
+    with pytest.raises(ValueError):
+        shard_count(10, 0)
+
+
+def test_rejects_bad_n(tmp_path: Path) -> None:
+    with pytest.raises(ValueError):
+        split_capture(ALL_CAPTURES[0], tmp_path, 0)
+
+
+def test_flow_key_groups_by_connection_in_real_capture() -> None:
+    # the committed captures hold several connections: a split into 7 uses several shards
+    groups = defaultdict(set)
+    for pcap in ALL_CAPTURES:
+        for p in packets_of(pcap):
+            f = flow(p)
+            if f is not None:
+                groups[pcap.name].add(zlib.crc32(f) % 7)
+    assert sum(len(v) > 1 for v in groups.values()) >= len(ALL_CAPTURES) // 2
