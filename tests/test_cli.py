@@ -145,7 +145,11 @@ def test_headless_commands_do_not_import_textual():
     code = ("import sys; from click.testing import CliRunner; from kafkasniff.cli import main; "
             f"r = CliRunner().invoke(main, ['stats', {str(PC)!r}]); assert r.exit_code == 0; "
             f"r = CliRunner().invoke(main, ['read', '--json', {str(PC)!r}]); assert r.exit_code == 0; "
-            "bad = [m for m in ('textual', 'pyspark', 'scapy', 'dpkt') if m in sys.modules]; "
+            "import tempfile; d = tempfile.mkdtemp(); "
+            f"r = CliRunner().invoke(main, ['export', '-q', '-o', d, {str(PC)!r}]); "
+            "assert r.exit_code == 0, r.output; "
+            "bad = [m for m in ('textual', 'pyspark', 'scapy', 'dpkt', 'kafkasniff.tui', "
+            "'kafkasniff.live', 'kafkasniff.spark') if m in sys.modules]; "
             "assert not bad, bad")
     subprocess.run([sys.executable, "-c", code], check=True)
 
