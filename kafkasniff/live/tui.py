@@ -1,0 +1,214 @@
+"""The terminal UI over live traffic: a :class:`kafkasniff.tui.source.DataSource` fed by the
+live engine.
+
+Decoders send light exchanges (no bodies, record data as counts), standalone issues and
+connection summaries (:class:`kafkasniff.live.outputs.DecoderSink` with ``cfg.tui``); the
+source's thread runs the engine's collector, turns them into the TUI's compact rows
+(:class:`~kafkasniff.tui.store.SummaryBuilder`) and dashboards
+(:class:`~kafkasniff.tui.aggregates.Aggregates`) and publishes a batch a few times per
+second. The status line carries the kernel and queue drops (the source's ``title``).
+
+Detail view: a decoder keeps its last exchanges whole (5 000, at most 128 MB of frames);
+:meth:`LiveDataSource.detail` asks the decoder of the exchange's connection for it. Frame
+bytes are not kept live (no hex view); older exchanges show their summary only.
+
+Memory: the TUI's exchange list keeps at most ``max_rows`` rows (about 110 bytes each);
+beyond that, new exchanges still count in every dashboard but are not listed (the status line
+says so). Aggregates are bounded (see :mod:`kafkasniff.tui.aggregates`).
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+from typing import Sequence
+
+from kafkasniff.issues import DecodeIssue
+from kafkasniff.tui.aggregates import Aggregates
+from kafkasniff.tui.detail import Detail, kept_detail
+from kafkasniff.tui.source import Progress, ThreadedSource
+from kafkasniff.tui.store import RowInfo, SummaryBuilder
+
+__all__ = ["LiveDataSource"]
+
+DEFAULT_MAX_ROWS = 1_000_000
+
+
+class LiveDataSource(ThreadedSource):
+    """Live traffic for :class:`kafkasniff.tui.app.KafkaSniffApp`.
+
+    Args:
+        session: a started :class:`kafkasniff.live.engine.LiveSession` (``cfg.tui`` on).
+        name: what is captured (for the status line).
+        show_secrets: secrets are not redacted.
+        max_rows: exchanges listed at most (memory bound of the list).
+    """
+
+    live = True
+    interval_s = 0.25
+
+    def __init__(self, session, name: str, show_secrets: bool = False,
+                 max_rows: int = DEFAULT_MAX_ROWS) -> None:
+        super().__init__()
+        self.session = session
+        self.name = name
+        self.title = name
+        self.show_secrets = show_secrets
+        self.max_rows = max_rows
+        self.rows = 0
+        self.unlisted = 0
+        self.builder = SummaryBuilder(self.tables, keep_unlocatable=False)
+        self.agg = self._aggregates()
+        self._lock_in = threading.Lock()
+        self._ids = itertools.count(1)
+        self._waiting: dict[int, list] = {}
+        self.final = None
+        self.app = None
+        self.on_tick = None
+        session.on_extra = self.on_extra
+        session.on_detail = self.on_detail
+        session.on_learned = self.on_learned
+        session.on_kept = self.on_kept
+        self.kept: dict = {}
+
+    def _aggregates(self) -> Aggregates:
+        from kafkasniff.pairing.summary import Summarizer
+        from kafkasniff.protocol.schema import load_definitions
+
+        defs = load_definitions(self.session.cfg.pipeline.get("definitions_dir"))
+        self.summarizer = Summarizer(defs)     # per-partition errors, topic ids learnt
+        return Aggregates(self.summarizer, defs)
+
+    # ----------------------------------------------------------------- from the engine
+    def on_extra(self, wid: int, items: list) -> None:
+        """Light exchanges, issues and connection summaries from a decoder (collector
+        thread)."""
+        b = self.builder
+        agg = self.agg
+        for kind, value in items:
+            if kind == "x":
+                agg.add(value)
+                if self.rows < self.max_rows:
+                    b.add(value)
+                    self.rows += 1
+                else:
+                    self.unlisted += 1
+            elif kind == "i":
+                agg.add_issue(value)
+                b.add_issue(value)
+            elif kind == "c":
+                agg.add_connection(value)
+
+    def on_learned(self, learned: list) -> None:
+        """Topic ids a decoder learnt (per-partition errors name topics with them)."""
+        reg = self.summarizer.registry
+        for tid, name, _ts in learned:
+            reg.learn(tid, name)
+        reg.learned.clear()
+
+    def on_kept(self, exchanges: list) -> None:
+        """A decoder's last whole exchanges, handed over when the capture ended."""
+        for ex in exchanges:
+            self.kept[(ex.conn_id, ex.correlation_id, ex.ts_ns)] = ex
+
+    def on_detail(self, rid: int, ex) -> None:
+        slot = self._waiting.get(rid)
+        if slot is not None:
+            slot[1] = ex
+            slot[0].set()
+
+    # ----------------------------------------------------------------- the thread
+    def _run(self) -> None:
+        s = self.session
+        last = [0.0]
+        n_pub = [0]
+        snap = [None]
+
+        def publish(finished: bool = False) -> None:
+            c = s.snapshot()
+            drops = (f"kernel drops {c.kernel_drops}" if c.kernel_drops is not None
+                     else "kernel drops n/a") + f", queue drops {c.queue_drops}"
+            title = f"{self.name}  [{drops}]"
+            if self.unlisted:
+                title += f"  [list full: {self.unlisted:,} newest exchanges not listed]"
+            self.title = title
+            full = finished or n_pub[0] % 4 == 0
+            pipeline = dict(c.stats)
+            pipeline.update(kernel_received=c.kernel_received, kernel_drops=c.kernel_drops,
+                            queue_drops=c.queue_drops, captured=c.captured)
+            snap[0] = self.agg.snapshot(full=full, pipeline=pipeline, previous=snap[0])
+            n_pub[0] += 1
+            self.publish(self.builder.take(), snap[0],
+                         Progress(c.captured_bytes, None, True, finished, c.captured,
+                                  c.exchange_count, self.name, c.elapsed_s,
+                                  "; ".join(s.errors) or None))
+
+        def tick(sess) -> None:
+            if self.on_tick is not None:
+                self.on_tick(sess)
+            now = time.monotonic()
+            if now - last[0] >= self.interval_s:
+                last[0] = now
+                publish()
+
+        self.final = s.run(tick)
+        publish(finished=True)
+
+    def stop(self) -> None:
+        """Stop capturing (orderly: drain, flush) and wait for the last batch."""
+        self.session.request_stop("quit")
+        super().stop()
+
+    # ----------------------------------------------------------------- detail
+    def detail(self, info: RowInfo, issues: Sequence[DecodeIssue] = ()) -> Detail:
+        """The whole exchange from the decoder that decoded it, if it still keeps it."""
+        key = (info.conn_id, info.correlation_id, info.ts_ns)
+        kept = self.kept.get(key)
+        if kept is not None:
+            return kept_detail(kept, "decoded fields as the live capture decoded them (frame "
+                                     "bytes are not kept)")
+        rid = next(self._ids)
+        slot = [threading.Event(), None]
+        self._waiting[rid] = slot
+        try:
+            if not self.session.request_detail(rid, info.conn_id, key):
+                return Detail(None, {}, "the capture has ended and this exchange is not among "
+                                        "the last ones kept (use --write to keep the packets)")
+            if not slot[0].wait(5.0):
+                return Detail(None, {}, "the decoder did not answer in time")
+            ex = slot[1]
+        finally:
+            self._waiting.pop(rid, None)
+        if ex is None:
+            return Detail(None, {}, "no longer kept in memory (a decoder keeps its last "
+                                    "5,000 exchanges); use --write to keep the packets")
+        return kept_detail(ex, "live capture: decoded fields (frame bytes are not kept; "
+                               "use --write FILE.pcapng and 'kafkasniff tui FILE' for the "
+                               "hex view)")
+
+    # ----------------------------------------------------------------- running the app
+    def run(self, on_tick=None):
+        """Run the terminal UI until the user quits (or the capture ends and the user
+        quits); returns the final :class:`~kafkasniff.live.engine.Snapshot`. ``on_tick``
+        (``--duration``, ``-c``) runs with the collector about every 0.1 s."""
+        from kafkasniff.tui.app import KafkaSniffApp
+
+        self.on_tick = on_tick
+        self.app = KafkaSniffApp(self)
+        self.app.run()
+        self.stop()
+        if self.final is None:
+            # the collector thread did not finish (should not happen): count what we have
+            self.final = self.session.snapshot()
+        return self.final
+
+    def request_exit(self) -> None:
+        """Leave the UI (SIGTERM): the app exits, then :meth:`run` stops the capture."""
+        self.session.request_stop("signal")
+        app = self.app
+        if app is not None:
+            try:
+                app.exit()
+            except Exception:  # noqa: BLE001 - the app may be closing already
+                pass
