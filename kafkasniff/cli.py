@@ -171,7 +171,8 @@ def _api_matcher(apis: tuple[str, ...]):
     return lambda ex: ex.api_name.lower() in wanted or str(ex.api_key) in wanted
 
 
-def _filters(api, client, topic, errors_only, min_latency):
+def build_filter(api, client, topic, errors_only, min_latency):
+    """A predicate over exchanges for the ``read`` filters (``None`` when none is set)."""
     checks = []
     m = _api_matcher(api)
     if m:
@@ -240,7 +241,7 @@ def read(files, read_files, ports, detect, max_frame_bytes, definitions, max_unc
 
     inp = _inputs(files, read_files, ports, detect, max_frame_bytes, definitions,
                   max_uncompressed_bytes, wire_format, show_secrets)
-    keep = _filters(api, client, topic, errors_only, min_latency)
+    keep = build_filter(api, client, topic, errors_only, min_latency)
     show_issues = not no_issues and keep is None
     if color is None:
         color = sys.stdout.isatty()

@@ -59,6 +59,7 @@ class PipelineOptions:
             (0.8+ only) or ``"0.7"`` (force the pre-0.8 format).
         meta_records: also yield a :class:`ConnectionSummary` when each TCP connection ends
             and a :class:`TopicName` when a topic id is first seen with its name (exports).
+        first_conn_id: id of the first connection (parallel decoders use disjoint ranges).
     """
 
     ports: frozenset[int] = DEFAULT_PORTS
@@ -74,6 +75,7 @@ class PipelineOptions:
     show_secrets: bool = False
     wire_format: str = "auto"
     meta_records: bool = False
+    first_conn_id: int = 0
 
 
 @dataclass(slots=True)
@@ -214,7 +216,9 @@ class Pipeline:
                                          show_secrets=o.show_secrets)
         self.reassembler = TcpReassembler(max_ooo_bytes=self.options.max_ooo_bytes,
                                           max_connections=self.options.max_connections,
-                                          idle_timeout_ns=self.options.idle_timeout_s * 10**9)
+                                          idle_timeout_ns=self.options.idle_timeout_s * 10**9,
+                                          first_conn_id=self.options.first_conn_id)
+        self.ctx.summarizer.registry.record_learned = o.meta_records
         self._decode_packet = decode_packet
         self.stats = PipelineStats()
         self._validator = request_validator(self.defs)

@@ -35,7 +35,9 @@ class TopicRegistry:
     def __init__(self, max_topics: int = 1_000_000) -> None:
         self.names: dict[str, str] = {}
         self.max_topics = max_topics
-        self.learned: list[tuple[str, str]] = []  # new (id, name) pairs, drained by the caller
+        # new (id, name) pairs, kept only when a caller drains them (record_learned=True)
+        self.learned: list[tuple[str, str]] = []
+        self.record_learned = False
 
     def learn(self, topic_id: str, name: str) -> None:
         """Remember that ``topic_id`` names ``name`` (the zero uuid is ignored); a new or
@@ -47,7 +49,8 @@ class TopicRegistry:
         if topic_id not in self.names and len(self.names) >= self.max_topics:
             self.names.pop(next(iter(self.names)))
         self.names[topic_id] = name
-        self.learned.append((topic_id, name))
+        if self.record_learned:
+            self.learned.append((topic_id, name))
 
     def resolve(self, topic_id: str) -> str:
         """The name of ``topic_id`` if known, else the id itself."""

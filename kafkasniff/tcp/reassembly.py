@@ -192,6 +192,8 @@ class TcpReassembler:
             retransmissions against; 0 disables the comparison for delivered data.
         closed_linger_ns: how long (capture time) a FIN/RST-closed flow is remembered so
             that its trailing segments are ignored.
+        first_conn_id: the id of the first connection (several reassemblers working on
+            parts of one capture use disjoint ranges).
         max_history_total_bytes: budget for the retransmission history of all connections
             together; :meth:`expire` drops the history of the least recently active
             connections beyond it (their later retransmissions are counted, not compared).
@@ -211,6 +213,7 @@ class TcpReassembler:
         max_history_bytes: int = 64 * 1024,
         closed_linger_ns: int = 60 * 10**9,
         max_history_total_bytes: int = 32 * 2**20,
+        first_conn_id: int = 0,
     ) -> None:
         if max_connections < 1:
             raise ValueError("max_connections must be >= 1")
@@ -227,7 +230,7 @@ class TcpReassembler:
         self._mru: _Conn | None = None
         # tombstones of FIN/RST-closed flows: flow key -> (both flow keys, close ts); no state
         self._closed: OrderedDict[tuple, tuple[tuple, int]] = OrderedDict()
-        self._next_id = 0
+        self._next_id = first_conn_id
 
     # ------------------------------------------------------------------ public API
 
