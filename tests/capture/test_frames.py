@@ -38,7 +38,15 @@ def decode_with_index(paths, every: int, monkeypatch):
             bytes(frame.payload)
         return msg
 
+    orig_token = KafkaConnection._raw_token
+
+    def token_spy(self, frame, from_client):  # raw SASL tokens skip _message
+        frames[(self.tcp.conn_id, frame.stream_offset, frame.first_ts_ns, frame.size + 4)] = \
+            bytes(frame.payload)
+        return orig_token(self, frame, from_client)
+
     monkeypatch.setattr(KafkaConnection, "_message", spy)
+    monkeypatch.setattr(KafkaConnection, "_raw_token", token_spy)
     index = CaptureIndex()
     pipe = Pipeline()
     out = []
@@ -50,6 +58,7 @@ def decode_with_index(paths, every: int, monkeypatch):
             index.add_checkpoints(no, src.checkpoints)
     out.extend(pipe.finish())
     monkeypatch.setattr(KafkaConnection, "_message", orig)
+    monkeypatch.setattr(KafkaConnection, "_raw_token", orig_token)
     return [r for r in out if type(r) is Exchange], index, frames
 
 
