@@ -247,6 +247,10 @@ def get_spark(master: str | None = None, remote: str | None = None,
     elif cores:
         settings.setdefault("spark.cores.max", str(cores))
     if not submitted:
+        # tables are never saved to the catalog, but Spark still makes its warehouse
+        # directory on first SQL use: keep it out of the user's working directory
+        settings.setdefault("spark.sql.warehouse.dir", os.path.join(
+            tempfile.gettempdir(), f"kafkasniff-spark-warehouse-{os.getuid()}"))
         log_opt = f"-Dlog4j2.configurationFile=file:{_log4j2_file()}"
         key = "spark.driver.extraJavaOptions"   # executors of a cluster log to their own files
         settings[key] = f"{log_opt} {settings[key]}" if key in settings else log_opt

@@ -92,7 +92,7 @@ def exported(export_root):
 
 
 @pytest.fixture(scope="session")
-def spark():
+def spark(tmp_path_factory):
     """One local SparkSession (UTC) for the whole session."""
     if shutil.which("java") is None:
         pytest.skip("no java on PATH: Spark cannot start (install a JRE 17+, e.g. "
@@ -106,6 +106,7 @@ def spark():
                .config("spark.ui.enabled", "false")
                .config("spark.sql.shuffle.partitions", "1")
                .config("spark.driver.memory", "1g")
+               .config("spark.sql.warehouse.dir", str(tmp_path_factory.mktemp("warehouse")))
                .getOrCreate())
     session.sparkContext.setLogLevel("ERROR")
     yield session

@@ -127,3 +127,22 @@ def test_decode_command(spark, tmp_path) -> None:
                                            "35891", "--port", "34505"])
     assert res.exit_code == 0, res.output
     assert "exchanges 19" in res.output and "counts verified" in res.output
+
+
+def test_spark_leaves_no_warehouse_in_the_working_directory(exported, tmp_path) -> None:
+    """Spark makes its catalog directory (``spark-warehouse``) in the working directory on
+    the first catalog lookup (``SHOW TABLES``, a query naming an unknown table): a user's
+    ``kafkasniff spark report`` must not litter where it was run."""
+    from .conftest import java_missing_reason
+    from .test_cluster import cluster_env
+
+    reason = java_missing_reason()
+    if reason:
+        pytest.skip(reason)
+    res = subprocess.run(
+        [sys.executable, "-m", "kafkasniff.spark.command", "report", str(exported),
+         "--master", "local[1]", "--no-write", "--sql", "SHOW TABLES"],
+        capture_output=True, text=True, timeout=300, cwd=tmp_path, env=cluster_env())
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert "exchanges" in res.stdout
+    assert not (tmp_path / "spark-warehouse").exists()
