@@ -19,7 +19,8 @@ never reach any output (``secrets``) and the problems a decoder must report
 The Kafka bytes come from the small encoder in this file, written from the JSON specs in
 ``/work/shared/kafka-protocol/messages/`` and the message-format documentation; it imports
 nothing from kafkasniff on purpose (an independent second implementation). Packets are
-built with dpkt (IPv4/TCP checksums) and written by this file (exact ns timestamps).
+built with dpkt (IPv4/TCP checksums) and written by this file (exact ns timestamps); checksums
+come from the crc32c and xxhash packages.
 
 Everything is deterministic: fixed timestamps (from 2024-01-01T00:00:00Z), fixed ports,
 sequence numbers, nonces and seeds. Re-running gives byte-identical files as long as the
@@ -58,7 +59,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import crc32c as crc32c_lib
 import dpkt
+import xxhash
 
 ROOT = Path(__file__).resolve().parent.parent
 CAPTURES = ROOT / "captures"
@@ -209,67 +212,14 @@ def hex_or_none(b: bytes | None) -> str | None:
 # =========================================================================== checksums
 
 
-def _crc32c_table() -> list[int]:
-    table = []
-    for n in range(256):
-        c = n
-        for _ in range(8):
-            c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
-        table.append(c)
-    return table
-
-
-_CRC32C = _crc32c_table()
-
-
 def crc32c(data: bytes) -> int:
-    """CRC-32C (Castagnoli), as in record batches v2."""
-    c = 0xFFFFFFFF
-    for b in data:
-        c = _CRC32C[(c ^ b) & 0xFF] ^ (c >> 8)
-    return c ^ 0xFFFFFFFF
-
-
-assert crc32c(b"123456789") == 0xE3069283  # the standard check value
+    """CRC-32C (Castagnoli), as in record batches v2 (the crc32c package)."""
+    return crc32c_lib.crc32c(data)
 
 
 def xxh32(data: bytes, seed: int = 0) -> int:
-    """XXH32, used by LZ4 frames for their header checksum."""
-    p1, p2, p3, p4, p5 = 2654435761, 2246822519, 3266489917, 668265263, 374761393
-    mask = 0xFFFFFFFF
-
-    def rotl(x: int, r: int) -> int:
-        return ((x << r) | (x >> (32 - r))) & mask
-
-    n, i = len(data), 0
-    if n >= 16:
-        v = [(seed + p1 + p2) & mask, (seed + p2) & mask, seed & mask, (seed - p1) & mask]
-        while i + 16 <= n:
-            for j in range(4):
-                lane = int.from_bytes(data[i + 4 * j:i + 4 * j + 4], "little")
-                v[j] = (rotl((v[j] + lane * p2) & mask, 13) * p1) & mask
-            i += 16
-        h = (rotl(v[0], 1) + rotl(v[1], 7) + rotl(v[2], 12) + rotl(v[3], 18)) & mask
-    else:
-        h = (seed + p5) & mask
-    h = (h + n) & mask
-    while i + 4 <= n:
-        h = (h + int.from_bytes(data[i:i + 4], "little") * p3) & mask
-        h = (rotl(h, 17) * p4) & mask
-        i += 4
-    while i < n:
-        h = (h + data[i] * p5) & mask
-        h = (rotl(h, 11) * p1) & mask
-        i += 1
-    h ^= h >> 15
-    h = (h * p2) & mask
-    h ^= h >> 13
-    h = (h * p3) & mask
-    h ^= h >> 16
-    return h
-
-
-assert xxh32(b"") == 0x02CC5D05
+    """XXH32, used by LZ4 frames for their header checksum (the xxhash package)."""
+    return xxhash.xxh32_intdigest(data, seed)
 
 
 # =========================================================================== codecs

@@ -1543,42 +1543,6 @@ def scenario_librdkafka_share() -> Run:
 # --------------------------------------------------------------------------- kafka-python codecs
 
 
-def xxh32(data: bytes, seed: int = 0) -> int:
-    """XXH32 (the hash LZ4 frames use for their header checksum), pure Python."""
-    p1, p2, p3, p4, p5 = 2654435761, 2246822519, 3266489917, 668265263, 374761393
-    mask = 0xFFFFFFFF
-
-    def rotl(x: int, r: int) -> int:
-        return ((x << r) | (x >> (32 - r))) & mask
-
-    n, i = len(data), 0
-    if n >= 16:
-        v = [(seed + p1 + p2) & mask, (seed + p2) & mask, seed & mask, (seed - p1) & mask]
-        while i + 16 <= n:
-            for j in range(4):
-                lane = int.from_bytes(data[i + 4 * j:i + 4 * j + 4], "little")
-                v[j] = (rotl((v[j] + lane * p2) & mask, 13) * p1) & mask
-            i += 16
-        h = (rotl(v[0], 1) + rotl(v[1], 7) + rotl(v[2], 12) + rotl(v[3], 18)) & mask
-    else:
-        h = (seed + p5) & mask
-    h = (h + n) & mask
-    while i + 4 <= n:
-        h = (h + int.from_bytes(data[i:i + 4], "little") * p3) & mask
-        h = (rotl(h, 17) * p4) & mask
-        i += 4
-    while i < n:
-        h = (h + data[i] * p5) & mask
-        h = (rotl(h, 11) * p1) & mask
-        i += 1
-    h ^= h >> 15
-    h = (h * p2) & mask
-    h ^= h >> 13
-    h = (h * p3) & mask
-    h ^= h >> 16
-    return h
-
-
 class _CramjamSnappy:
     """Stand-in for python-snappy's ``snappy`` module (raw snappy blocks via cramjam)."""
 
@@ -1595,24 +1559,13 @@ class _CramjamSnappy:
         return bytes(cramjam.snappy.decompress_raw(bytes(data)))
 
 
-class _XXHashModule:
-    """Stand-in for the ``xxhash`` module: only ``xxh32(data).digest()`` (big-endian)."""
-
-    class xxh32:  # noqa: N801 - the xxhash package's spelling
-        def __init__(self, data: bytes = b"") -> None:
-            self._data = bytes(data)
-
-        def digest(self) -> bytes:
-            return xxh32(self._data).to_bytes(4, "big")
-
-
 def kafka_python_codec_shims(run: Run) -> None:
     """Give kafka-python the codec modules it looks for when they are not installed.
 
     kafka-python 3.0.12 imports ``snappy`` (python-snappy) and ``xxhash`` (needed for
-    the pre-0.10 lz4 framing). Neither is in the venv; cramjam (raw snappy) is. The stand-ins
-    only supply the primitive (raw snappy block, XXH32): the framing (xerial, old-lz4
-    header checksum) stays kafka-python's own code in ``kafka.codec``.
+    the pre-0.10 lz4 framing; installed with the 'test' extra). python-snappy is not in the
+    venv; cramjam (raw snappy) is. The stand-in only supplies the primitive (raw snappy
+    block): the framing (xerial) stays kafka-python's own code in ``kafka.codec``.
     """
     import kafka.codec as kc
 
@@ -1622,16 +1575,8 @@ def kafka_python_codec_shims(run: Run) -> None:
         shims.append("snappy: kafka.codec.snappy = cramjam.snappy.compress_raw/decompress_raw "
                      "(python-snappy is not installed)")
     if getattr(kc, "xxhash", None) is None:
-        # self-test against a real LZ4 frame header checksum before trusting it
-        import lz4.frame
-
-        frame = lz4.frame.compress(b"x" * 100, block_linked=False)
-        hd_len = 2 + (8 if frame[4] & 0x08 else 0)
-        assert frame[4 + hd_len] == (xxh32(frame[4:4 + hd_len]) >> 8) & 0xFF, "xxh32"
-        kc.xxhash = _XXHashModule
-        shims.append("xxhash: kafka.codec.xxhash = pure-Python XXH32 in make_captures.py "
-                     "(the xxhash package is not installed; kafka-python needs it for the "
-                     "pre-0.10 lz4 framing)")
+        raise SystemExit("kafka-python needs the xxhash package for the pre-0.10 lz4 framing: "
+                         "pip install xxhash (it is in kafkasniff's 'test' extra)")
     if shims:
         run.truth["codec_shims"] = shims
         run.truth["notes"].append(

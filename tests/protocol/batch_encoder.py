@@ -2,9 +2,9 @@
 
 Written from the wire rules (Kafka protocol guide "Message sets", KIP-31, KIP-32, KIP-98,
 KIP-534), independently of :mod:`kafkasniff.protocol.records`: its own zig-zag varints, its
-own table-driven CRC32 / CRC32C and xxHash32 (for LZ4 frame header checksums). The
-compression libraries are used for the compressed payloads, with the framings Kafka clients
-write: gzip, raw snappy (librdkafka) and *xerial* snappy (the Java client), LZ4 frames (and
+own table-driven CRC32 / CRC32C; xxHash32 (LZ4 frame header checksums) from the xxhash
+package. The compression libraries are used for the compressed payloads, with the framings
+Kafka clients write: gzip, raw snappy (librdkafka) and *xerial* snappy (the Java client), LZ4 frames (and
 the pre-0.10 frames whose header checksum covers the magic too, KAFKA-3160), zstd frames with
 or without the content size.
 
@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 import cramjam
 import lz4.block
 import lz4.frame
+import xxhash
 import zstandard
 
 CODECS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
@@ -59,41 +60,9 @@ def crc32c(data: bytes) -> int:
     return _crc(_CRC32C_TABLE, data)
 
 
-_P1, _P2, _P3, _P4, _P5 = 2654435761, 2246822519, 3266489917, 668265263, 374761393
-_M32 = 0xFFFFFFFF
-
-
-def _rotl(x: int, r: int) -> int:
-    return ((x << r) | (x >> (32 - r))) & _M32
-
-
 def xxh32(data: bytes, seed: int = 0) -> int:
-    """xxHash32 (the LZ4 frame format's checksum), for small inputs."""
-    n = len(data)
-    p = 0
-    if n >= 16:
-        v = [(seed + _P1 + _P2) & _M32, (seed + _P2) & _M32, seed & _M32, (seed - _P1) & _M32]
-        while p + 16 <= n:
-            for i in range(4):
-                lane = int.from_bytes(data[p:p + 4], "little")
-                v[i] = (_rotl((v[i] + lane * _P2) & _M32, 13) * _P1) & _M32
-                p += 4
-        h = (_rotl(v[0], 1) + _rotl(v[1], 7) + _rotl(v[2], 12) + _rotl(v[3], 18)) & _M32
-    else:
-        h = (seed + _P5) & _M32
-    h = (h + n) & _M32
-    while p + 4 <= n:
-        h = (_rotl((h + int.from_bytes(data[p:p + 4], "little") * _P3) & _M32, 17) * _P4) & _M32
-        p += 4
-    while p < n:
-        h = (_rotl((h + data[p] * _P5) & _M32, 11) * _P1) & _M32
-        p += 1
-    h ^= h >> 15
-    h = (h * _P2) & _M32
-    h ^= h >> 13
-    h = (h * _P3) & _M32
-    h ^= h >> 16
-    return h
+    """xxHash32 (the LZ4 frame format's header checksum), from the xxhash package."""
+    return xxhash.xxh32_intdigest(data, seed)
 
 
 # --------------------------------------------------------------------------- varints
