@@ -16,12 +16,15 @@ from kafkasniff.cli import _inputs, input_options
 from kafkasniff.errors import KafkaSniffError
 
 
-def _partition_by(ctx, param, value: str) -> tuple[str, ...]:
-    cols = [c.strip() for c in (value or "").split(",") if c.strip()]
-    bad = [c for c in cols if c not in ("date", "hour")]
-    if bad:
-        raise click.BadParameter(f"{', '.join(bad)}: expected date, hour or date,hour")
-    return tuple(c for c in ("date", "hour") if c in cols)
+def parse_partition_by(ctx, param, value: str) -> tuple[str, ...]:
+    """Click callback of ``--partition-by``: "date", "hour" or "date,hour" -> the columns in
+    directory order; raises click.BadParameter otherwise."""
+    from kafkasniff.export.writer import normalize_partition_by
+
+    try:
+        return normalize_partition_by(value or "")
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
 
 
 @click.command("export")
@@ -33,7 +36,7 @@ def _partition_by(ctx, param, value: str) -> tuple[str, ...]:
 @click.option("--records", "with_records", is_flag=True,
               help="Also write the records table: one row per record (key, value, headers, "
                    "offset, timestamp ...).")
-@click.option("--partition-by", "partition_by", default="", callback=_partition_by,
+@click.option("--partition-by", "partition_by", default="", callback=parse_partition_by,
               metavar="date|hour|date,hour",
               help="Hive partition directories (date=YYYY-MM-DD/hour=HH) from each row's UTC "
                    "time.")

@@ -17,6 +17,7 @@ import click
 
 from kafkasniff.cli import _inputs, input_options
 from kafkasniff.errors import KafkaSniffError
+from kafkasniff.export.command import parse_partition_by
 
 __all__ = ["spark_group"]
 
@@ -74,14 +75,6 @@ def _session(master, remote, cores, conf):
     return spark_session(master=master, remote=remote, cores=cores, conf=conf or None)
 
 
-def _partition_by(ctx, param, value: str) -> tuple[str, ...]:
-    cols = [c.strip() for c in (value or "").split(",") if c.strip()]
-    bad = [c for c in cols if c not in ("date", "hour")]
-    if bad:
-        raise click.BadParameter(f"{', '.join(bad)}: expected date, hour or date,hour")
-    return tuple(c for c in ("date", "hour") if c in cols)
-
-
 @click.group("spark", context_settings={"help_option_names": ["-h", "--help"]})
 def spark_group() -> None:
     """Decode and analyze captures at scale with Apache Spark (PySpark).
@@ -108,7 +101,7 @@ def spark_group() -> None:
                    "decoded in parallel.")
 @click.option("--records", "with_records", is_flag=True,
               help="Also write the records table (one row per record).")
-@click.option("--partition-by", "partition_by", default="", callback=_partition_by,
+@click.option("--partition-by", "partition_by", default="", callback=parse_partition_by,
               metavar="date|hour|date,hour",
               help="Hive partition directories (date=YYYY-MM-DD/hour=HH) from each row's UTC "
                    "time.")

@@ -27,21 +27,11 @@ from kafkasniff.protocol.legacy07 import (ERRORS_07, FETCH, MULTIFETCH, MULTIPRO
                                           looks_like_07_request_stream, request_validator_07,
                                           response_fits, response_validator_07)
 
+from ..pairing.frames import i16, i32, i64
+
 ROOT = Path(__file__).resolve().parents[2]
 
 # =========================================================================== test-only encoder
-
-
-def i16(v: int) -> bytes:
-    return struct.pack(">h", v)
-
-
-def i32(v: int) -> bytes:
-    return struct.pack(">i", v)
-
-
-def i64(v: int) -> bytes:
-    return struct.pack(">q", v)
 
 
 def short_string(s: str) -> bytes:
