@@ -470,14 +470,15 @@ class ExportSink:
             raise TypeError(f"cannot export a {t.__name__}")
 
     # -- ending
-    def close(self, empty_ts_ns: int = 0) -> dict[str, int]:
-        """Finish every file; a table without any row gets an empty file (in the partition
-        of ``empty_ts_ns`` when partitioned). Returns rows written per table."""
+    def close(self, empty_ts_ns: int = 0, empty_files: bool = True) -> dict[str, int]:
+        """Finish every file; with ``empty_files``, a table without any row gets an empty
+        file (in the partition of ``empty_ts_ns`` when partitioned), so that every table's
+        directory exists with its schema. Returns rows written per table."""
         while self._open:
             _, w = self._open.popitem(last=False)
             self._finish(w)
         tcols = _rows.time_columns(empty_ts_ns)
-        for table in self.tables:
+        for table in (self.tables if empty_files else ()):
             if not self.counts[table]:
                 self._finish(self._writer(table, tcols), keep_empty=True)
                 self._open.clear()

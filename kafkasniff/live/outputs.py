@@ -323,7 +323,9 @@ class LiveExport:
     capture start, the decoder and the roll number:
     ``DIR/<table>/part-live-<source>-<start>-w<decoder>-<roll>-<n>.parquet``, so decoders
     never collide and Spark (batch, or ``kafkasniff spark watch DIR``) reads them while
-    capture goes on. An interval without any row produces no file. A topic id learnt by two
+    capture goes on. An interval without any row produces no file; a table without rows in
+    an interval gets no file either, except in a decoder's first roll (so that every
+    table's directory exists from the start). A topic id learnt by two
     decoders can appear twice in ``topic_ids`` (read it with ``DISTINCT`` or the earliest
     ``first_seen``); an id another decoder announced with an earlier time is not written
     again.
@@ -410,7 +412,11 @@ class LiveExport:
         if not any(sink.counts.values()):
             sink.abort()
             return
-        counts = sink.close(empty_ts_ns=self.pipe.stats.last_ts_ns)
+        # the first files of a decoder make every table's directory (with its schema);
+        # later rolls write only tables with rows: no empty files every interval of a
+        # days-long run
+        counts = sink.close(empty_ts_ns=self.pipe.stats.last_ts_ns,
+                            empty_files=self.files == 0)
         self.files += len(sink.files)
         for k, v in counts.items():
             self.total_rows[k] = self.total_rows.get(k, 0) + v
