@@ -38,6 +38,8 @@ __all__ = ["CaptureIndex", "FoundFrame", "FrameFinder", "FrameRef", "parse_endpo
 
 _MASK = 0xFFFFFFFF
 _HALF = 1 << 31
+#: Packets between two checkpoints of a :class:`CaptureIndex` (``open_capture``'s
+#: ``checkpoint_every``): trades index memory against packets read again per lookup.
 DEFAULT_CHECKPOINT_EVERY = 256
 
 
@@ -95,7 +97,14 @@ class FoundFrame:
 
 @dataclass(slots=True)
 class IndexedFile:
-    """One capture file of a :class:`CaptureIndex`: its checkpoints in file order."""
+    """One capture file of a :class:`CaptureIndex`.
+
+    Attributes:
+        path: the file, as given to :func:`~kafkasniff.capture.pcapfile.open_capture`.
+        seekable: ``PacketSource.seekable`` (else it is read again from its start).
+        ts: the checkpoints' ``ts_ns`` (an ``array('q')``, for bisection).
+        checkpoints: its checkpoints in file order.
+    """
 
     path: str
     seekable: bool
@@ -168,7 +177,8 @@ class _Cover:
     def __init__(self) -> None:
         self.los: list[int] = []
         self.his: list[int] = []
-        self.filled = 0
+        self.filled = 0            # bytes filled (the sum of hi - lo)
+        self.last_ts = 0           # capture time of the packet that filled the last byte
 
     def add(self, lo: int, hi: int) -> list[tuple[int, int]]:
         """Mark ``[lo, hi)`` filled; returns the sub-ranges that were not filled before."""
@@ -244,7 +254,6 @@ class FrameFinder:
         size = ref.frame_bytes
         buf = bytearray(size)
         cover = _Cover()
-        cover.last_ts = 0
         scanned = 0
         start = self.index.locate(ref.ts_ns)
         tried = set()

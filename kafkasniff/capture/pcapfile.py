@@ -27,7 +27,8 @@ Damage inside a recognised file is never an exception: reading stops and one
 :class:`~kafkasniff.issues.DecodeIssue` is appended to :attr:`PacketSource.issues`
 (``capture_truncated`` when the file ends inside a record or block, or reading fails;
 ``capture_block_invalid`` for an impossible block length, a record larger than
-:data:`MAX_RECORD_BYTES`, a packet naming an undeclared interface, or corrupt gzip data).
+:data:`MAX_RECORD_BYTES`, a packet naming an undeclared interface, a pcapng timestamp outside
+0 .. 2^63-1 ns, or corrupt gzip data).
 Only a source that cannot be read at all raises :class:`~kafkasniff.errors.CaptureError`.
 
 Why our own reader rather than dpkt or scapy: dpkt's pcapng ``Reader`` honours only the first
@@ -50,7 +51,7 @@ import stat
 import struct
 import sys
 import zlib
-from typing import IO, Callable, Iterator
+from typing import IO, Callable, Iterator, NamedTuple
 
 from kafkasniff.capture.types import CapturedPacket
 from kafkasniff.errors import CaptureError
@@ -95,9 +96,13 @@ _OPT_IF_TSRESOL = 9
 _OPT_IF_TSOFFSET = 14
 
 _NS_PER_S = 1_000_000_000
+# pcapng timestamps (64-bit count, any resolution, signed offset) can land outside what the
+# rest of the tool handles (int64 ns: Parquet timestamps, datetime): such a packet is damage.
+# pcap timestamps (32-bit seconds) always fit.
+_TS_LIMIT_NS = 1 << 63
 
 
-class Checkpoint(tuple):
+class Checkpoint(NamedTuple):
     """Where a packet starts in a capture file, to read again from it.
 
     A tuple ``(offset, ts_ns, packet_index, state)``: ``offset`` is the byte offset of the
@@ -107,15 +112,10 @@ class Checkpoint(tuple):
     the section's interfaces, last timestamp), ``None`` for pcap.
     """
 
-    __slots__ = ()
-
-    def __new__(cls, offset: int, ts_ns: int, packet_index: int, state: tuple | None = None):
-        return tuple.__new__(cls, (offset, ts_ns, packet_index, state))
-
-    offset = property(lambda self: self[0])
-    ts_ns = property(lambda self: self[1])
-    packet_index = property(lambda self: self[2])
-    state = property(lambda self: self[3])
+    offset: int
+    ts_ns: int
+    packet_index: int
+    state: tuple | None = None
 
 
 class _Structs:
@@ -545,6 +545,11 @@ class PacketSource:
                     ts = ts // factor + off_ns
                 else:
                     ts = ((ts * 1_000_000_000) >> factor) + off_ns
+                if not 0 <= ts < _TS_LIMIT_NS:
+                    self._invalid(pos, f"packet block with timestamp {ts} ns, outside 0 .. "
+                                       f"2^63-1 (interface {iface}: bad if_tsresol / "
+                                       f"if_tsoffset?)")
+                    return
                 if every and not self.packets_read % every:
                     cps.append(Checkpoint(self._offset + pos, ts, self.packets_read,
                                           (s is _BE, ifaces_t, self._last_ts_ns)))

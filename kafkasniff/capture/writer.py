@@ -102,7 +102,17 @@ class PcapNgWriter:
 
     def write_packet(self, ts_ns: int, link_type: int, data: bytes,
                      orig_len: int | None = None) -> None:
-        """Append one packet from its fields (``orig_len`` defaults to ``len(data)``)."""
+        """Append one packet from its fields.
+
+        Args:
+            ts_ns: capture time, integer ns since the epoch (0 .. 2^64-1).
+            link_type: LINKTYPE_* value (0 .. 65535); its interface is declared on first use.
+            data: the captured bytes.
+            orig_len: the frame's length on the wire (default ``len(data)``).
+
+        Raises:
+            ValueError: a timestamp or link type out of range, or a write after close.
+        """
         if self._closed:
             raise ValueError(f"{self.name}: write after close")
         iface = self._iface.get(link_type)

@@ -50,9 +50,10 @@ Choices worth knowing:
   direction declares every hole below it ``"lost"`` at once (clamped to that direction's
   FIN). An ACK exactly one beyond the delivered data with nothing buffered and no FIN seen
   is not taken as evidence: it is what the ACK of a FIN the capture missed looks like.
-* A SYN (no ACK) on an open flow starts a new connection (``"port_reuse"``) unless it
-  repeats the ISN already known for its sender and no FIN was seen. A SYN from the
-  non-initiating side (simultaneous open) is treated as port reuse too.
+* A SYN or SYN-ACK on an open flow starts a new connection (``"port_reuse"``) unless it
+  repeats the ISN already known for its sender (or the one its stream started from) and no
+  FIN was seen. A SYN from the non-initiating side (simultaneous open) is treated as port
+  reuse too.
 """
 
 from __future__ import annotations
@@ -110,8 +111,8 @@ class ReassemblyStats:
         ooo_overflows: gaps forced by the out-of-order buffer limits.
         evictions: connections closed because the table was full.
         segments_ignored: segments that produced nothing: pure ACK/FIN/RST of unknown flows,
-            segments of recently closed connections, data after a FIN, duplicate or
-            inconsistent SYN-ACKs.
+            segments of recently closed connections, data after a FIN (a repeated SYN or
+            SYN-ACK counts as retransmitted, one with another ISN is a port reuse).
     """
 
     segments: int = 0
@@ -310,7 +311,9 @@ class TcpReassembler:
 
         Each is drained (buffered data delivered, holes as gaps with reason ``"close"``)
         and ends with ``StreamClosed(reason="idle", ts_ns=now_ns)``. Also forgets closed
-        flows older than ``closed_linger_ns``. Cost: proportional to what is expired.
+        flows older than ``closed_linger_ns`` and enforces ``max_history_total_bytes``.
+        Cost: proportional to what is expired, plus one pass over the open connections
+        (their history sizes).
         """
         out: list[StreamEvent] = []
         lru = self._lru
@@ -323,7 +326,7 @@ class TcpReassembler:
         closed = self._closed
         limit = now_ns - self.closed_linger_ns
         while closed:
-            key, (keys, ts) = next(iter(closed.items()))
+            keys, ts = next(iter(closed.values()))
             if ts >= limit:
                 break
             self._forget(keys)
@@ -389,8 +392,6 @@ class TcpReassembler:
                 ds = self._open(seg, out)
         elif flags & SYN:
             ds = self._on_syn(seg, ds, out)
-            if ds is None:
-                return out
         self._process(seg, ds, out)
         return out
 
@@ -426,9 +427,9 @@ class TcpReassembler:
                 ds.other.start(seg.ack)
         return ds
 
-    def _on_syn(self, seg: TcpSegment, ds: _Dir, out: list[StreamEvent]) -> _Dir | None:
-        """A SYN on a known open flow: same connection (returns ds), a new connection
-        (port reuse: closes the old one, returns the new sender _Dir) or ignored (None)."""
+    def _on_syn(self, seg: TcpSegment, ds: _Dir, out: list[StreamEvent]) -> _Dir:
+        """A SYN on a known open flow: same connection (returns ds) or a new connection
+        (port reuse: closes the old one, returns the new sender _Dir)."""
         st = ds.st
         seq = seg.seq
         half_closed = st.dirs[0].fin_off is not None or st.dirs[1].fin_off is not None

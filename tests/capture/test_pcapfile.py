@@ -251,7 +251,8 @@ class Dribble:
 def test_dribbling_stream_gives_same_packets(blob, read1):
     pkts, src = read_all(Dribble(blob, read1))
     ref, _ = read_all(io.BytesIO(blob))
-    assert as_tuples(pkts) == as_tuples(ref) and src.issues == [] and src.total_bytes is None
+    assert pkts and as_tuples(pkts) == as_tuples(ref)
+    assert src.issues == [] and src.total_bytes is None
 
 
 def test_stdin_monkeypatched(monkeypatch):
@@ -430,6 +431,19 @@ def test_pcapng_invalid_blocks(tail):
 def test_pcapng_spb_without_interface():
     pkts, _ = _invalid(b.shb(E) + b.spb(E, b"abc"))
     assert pkts == []
+
+
+@pytest.mark.parametrize("idb_opts, ts", [
+    ({"tsoffset": -10**12}, 1),                     # negative after the interface offset
+    ({"tsresol": 0}, 2**62),                        # seconds: far beyond 2^63 ns
+    ({"tsoffset": 2**62}, 1),                       # offset alone beyond 2^63 ns
+])
+def test_pcapng_timestamp_out_of_range_stops_reading(idb_opts, ts):
+    """Timestamps the rest of the tool cannot hold (int64 ns, datetime) are damage."""
+    head = b.shb(E) + b.idb(E, 1) + b.idb(E, 1, **idb_opts) + b.epb(E, 0, 5, frame(0))
+    pkts, src = _invalid(head + b.epb(E, 1, ts, frame(1)) + b.epb(E, 0, 6, frame(2)))
+    assert [p.ts_ns for p in pkts] == [5000]
+    assert "timestamp" in src.issues[0].message and src.issues[0].ts_ns == 5000
 
 
 # ---------------------------------------------------------------------------- open errors
