@@ -47,18 +47,18 @@ from kafkasniff.pairing.connection import _ISSUE_SEVERITY, PairingContext
 from kafkasniff.pairing.exchange import (NO_RESPONSE_EXPECTED, ORPHAN_RESPONSE, PAIRED,
                                          UNANSWERED, Exchange, Message)
 from kafkasniff.protocol.framing import HUNTING, Frame, Framer, FramerIssue
-from kafkasniff.protocol.legacy07 import (CRC_MISMATCH, DECOMPRESSION_ERROR,
-                                          DEFAULT_MAX_UNCOMPRESSED_BYTES, ERRORS_07,
-                                          NO_RESPONSE_TYPES, REQUEST_TYPES, decode_request_07,
-                                          decode_response_07, error_name, request_topics,
-                                          request_type_name, request_validator_07,
-                                          response_errors, response_fits, response_validator_07)
+from kafkasniff.protocol.legacy07 import (ERRORS_07, NO_RESPONSE_TYPES, REQUEST_TYPES,
+                                          decode_request_07, decode_response_07, error_name,
+                                          request_topics, request_type_name,
+                                          request_validator_07, response_errors, response_fits,
+                                          response_validator_07)
 from kafkasniff.tcp.types import TcpConnection
 
 MIN_FRAME_BYTES = 2      # request_type / error_code
 
 _SEVERITY = dict(_ISSUE_SEVERITY)
-_SEVERITY.update({CRC_MISMATCH: Severity.WARNING, DECOMPRESSION_ERROR: Severity.ERROR})
+_SEVERITY.update({IssueKind.CRC_MISMATCH: Severity.WARNING,
+                  IssueKind.DECOMPRESSION_ERROR: Severity.ERROR})
 
 
 def api_name_07(request_type: int) -> str:
@@ -97,7 +97,7 @@ class Kafka07Connection:
 
     __slots__ = ("ctx", "tcp", "client_dir", "client", "broker", "framers", "pending",
                  "mid_stream", "synced_once", "exchanges", "orphans", "unanswered", "requests",
-                 "cautious", "cautious_seq", "gave_up", "closing", "max_uncompressed_bytes")
+                 "cautious", "cautious_seq", "gave_up", "closing")
 
     def __init__(self, ctx: PairingContext, tcp: TcpConnection, client_dir: int,
                  mid_stream: bool) -> None:
@@ -109,8 +109,6 @@ class Kafka07Connection:
         self.pending: deque[_Pending07] = deque()
         self.mid_stream = mid_stream
         self.synced_once = [not mid_stream, not mid_stream]
-        self.max_uncompressed_bytes = getattr(ctx, "max_uncompressed_bytes",
-                                              DEFAULT_MAX_UNCOMPRESSED_BYTES)
         req = Framer(request_validator_07(), min_frame_bytes=MIN_FRAME_BYTES,
                      max_frame_bytes=ctx.max_frame_bytes, synced=not mid_stream)
         resp = Framer(response_validator_07(self._expected_type),
@@ -291,7 +289,7 @@ class Kafka07Connection:
                                f"request_type", ts_ns=frame.first_ts_ns,
                                direction=self.client_dir, stream_offset=frame.stream_offset)]
         rtype, body, bissues = decode_request_07(
-            payload, max_uncompressed_bytes=self.max_uncompressed_bytes)
+            payload, max_uncompressed_bytes=self.ctx.max_uncompressed_bytes)
         if rtype not in REQUEST_TYPES:
             return [self.issue(IssueKind.HEADER_DECODE_ERROR,
                                f"unknown 0.7 request type {rtype} (0-4 exist); a 0.7 broker "
@@ -345,8 +343,8 @@ class Kafka07Connection:
                                  stream_offset=frame.stream_offset, api_key=p.rtype)]
             msg = self._message(frame, {}, None, False, 1 - self.client_dir)
             return self._exchange(p, msg, PAIRED, (), issues)
-        body, bissues = decode_response_07(p.rtype, payload, p.body,
-                                           max_uncompressed_bytes=self.max_uncompressed_bytes)
+        body, bissues = decode_response_07(
+            p.rtype, payload, p.body, max_uncompressed_bytes=self.ctx.max_uncompressed_bytes)
         complete = not any(b.kind == IssueKind.BODY_DECODE_ERROR for b in bissues)
         msg = self._message(frame, {"error_code": body["error_code"]}, body, complete,
                             1 - self.client_dir)

@@ -484,13 +484,6 @@ def _redact_configs(configs: object, show: bool, sensitive_flag: bool = False) -
                 _redact_field(syn, "value", "config value", show)
 
 
-def _redacted_apis() -> frozenset[int]:
-    return frozenset({SASL_AUTHENTICATE, ALTER_USER_SCRAM_CREDENTIALS, CREATE_DELEGATION_TOKEN,
-                      DESCRIBE_DELEGATION_TOKEN, RENEW_DELEGATION_TOKEN, EXPIRE_DELEGATION_TOKEN,
-                      ALTER_CONFIGS, INCREMENTAL_ALTER_CONFIGS, DESCRIBE_CONFIGS, CREATE_TOPICS,
-                      ENVELOPE})
-
-
 def redact_body(api_key: int, is_response: bool, body: dict, mechanism: str | None,
                 show_secrets: bool = False) -> None:
     """Replace secrets in a decoded body, in place (idempotent).
@@ -638,10 +631,6 @@ class SaslSession:
         self.raw_client = False
         if self.state == "authenticating":
             self.state = "authenticated"
-
-    def end_server_raw_phase(self) -> None:
-        """Broker frames are Kafka responses again."""
-        self.raw_server = False
 
     def server_frame_is_raw(self, payload: bytes, pending: Container[int] = ()) -> bool:
         """Is this broker frame payload a raw SASL token (True) or a Kafka response (False)?
@@ -792,6 +781,7 @@ class SaslSession:
         return False
 
 
-REDACTED_APIS = _redacted_apis()
+REDACTED_APIS = _SECRET_APIS | {DESCRIBE_CONFIGS, CREATE_TOPICS}
 """Every api_key whose decoded bodies :func:`redact_body` may change (callers may skip the
-call for other APIs)."""
+call for other APIs): the secret APIs plus DescribeConfigs and CreateTopics, whose configs
+may be sensitive."""

@@ -72,7 +72,8 @@ def codec_name(codec: int) -> str:
 
 
 def decompress(codec: int, data: bytes, max_bytes: int = DEFAULT_MAX_BYTES) -> bytes:
-    """Decompress ``data`` compressed with Kafka codec ``codec``.
+    """Decompress ``data`` compressed with Kafka codec ``codec`` (the low 3 bits of a
+    message/batch ``attributes``: 0 none, returned as is; 1 gzip; 2 snappy; 3 lz4; 4 zstd).
 
     Returns at most ``max_bytes`` bytes. Raises :class:`DecompressionLimit` when the output
     would be larger, :class:`DecompressionError` when the data is damaged or the codec
@@ -220,7 +221,8 @@ def _zstd_scan(data: bytes) -> tuple[list[int], list[int], int, bool]:
 
     Returns ``(cuts, bounds, content_size, single)``: offsets that end a block (or a frame),
     an upper bound on the output of each piece ``data[cuts[i-1]:cuts[i]]``, the total content
-    size when every frame declares it (else -1), and whether there is exactly one frame.
+    size when every frame declares it (else -1), and whether there is exactly one frame and
+    no skippable frame (``ZstdDecompressor.decompress`` reads only such data).
     Raises DecompressionError when the data is not zstd or ends inside a frame.
     """
     n = len(data)
@@ -229,6 +231,7 @@ def _zstd_scan(data: bytes) -> tuple[list[int], list[int], int, bool]:
     bounds: list[int] = []
     content = 0
     frames = 0
+    skippable = False
     while pos < n:
         if pos + 4 > n:
             raise DecompressionError(f"zstd: truncated frame magic at byte {pos}")
@@ -241,6 +244,7 @@ def _zstd_scan(data: bytes) -> tuple[list[int], list[int], int, bool]:
                 raise DecompressionError("zstd: skippable frame runs past the data")
             cuts.append(pos)
             bounds.append(0)
+            skippable = True
             continue
         if magic != ZSTD_MAGIC:
             raise DecompressionError(f"zstd: bad frame magic {magic:#010x} at byte {pos}")
@@ -280,7 +284,7 @@ def _zstd_scan(data: bytes) -> tuple[list[int], list[int], int, bool]:
             cuts.append(pos)
     if not frames:
         raise DecompressionError("zstd: no frame")
-    return cuts, bounds, content, frames == 1
+    return cuts, bounds, content, frames == 1 and not skippable
 
 
 def _zstd(data: bytes, max_bytes: int) -> bytes:

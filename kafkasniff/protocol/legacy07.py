@@ -48,7 +48,8 @@ import struct
 import zlib
 
 from kafkasniff.issues import IssueKind
-from kafkasniff.protocol.compression import DecompressionError, DecompressionLimit, decompress
+from kafkasniff.protocol.compression import (DEFAULT_MAX_BYTES, DecompressionError,
+                                             DecompressionLimit, decompress)
 from kafkasniff.protocol.detect import HUNT_MAX_REQUEST_BYTES
 from kafkasniff.protocol.framing import ACCEPT, NEED_MORE, REJECT, Validator
 from kafkasniff.protocol.lenient import BodyIssue
@@ -63,10 +64,6 @@ ERRORS_07 = {-1: "Unknown", 0: "NoError", 1: "OffsetOutOfRange", 2: "InvalidMess
              3: "WrongPartition", 4: "InvalidFetchSize"}
 """Kafka 0.7 error codes (``kafka.common.ErrorMapping``) -> names."""
 
-CRC_MISMATCH = "crc_mismatch"
-DECOMPRESSION_ERROR = "decompression_error"
-
-DEFAULT_MAX_UNCOMPRESSED_BYTES = 64 * 2**20
 MAX_TOPIC_BYTES = 255          # detection only: longer topics are not believed
 MAX_NESTING = 8                # compressed wrappers inside compressed wrappers
 MAGIC0_HEADER = 5              # magic + crc
@@ -227,8 +224,8 @@ def _decode_set(buf: bytes, start: int, end: int, path: str, issues: list[BodyIs
         msg.update(attributes=attributes, compression=codec, crc=crc, crc_ok=actual == crc,
                    payload=payload)
         if actual != crc:
-            issues.append(BodyIssue(CRC_MISMATCH, f"message CRC32 is 0x{crc:08x}, the payload's "
-                                    f"is 0x{actual:08x}", f"{mpath}.crc",
+            issues.append(BodyIssue(IssueKind.CRC_MISMATCH, f"message CRC32 is 0x{crc:08x}, "
+                                    f"the payload's is 0x{actual:08x}", f"{mpath}.crc",
                                     where if at is not None else crc_at))
         if codec:
             msg["messages"] = _nested(payload, codec, mpath, where, issues, budget, depth)
@@ -239,21 +236,22 @@ def _decode_set(buf: bytes, start: int, end: int, path: str, issues: list[BodyIs
 def _nested(payload: bytes, codec: int, mpath: str, where: int, issues: list[BodyIssue],
             budget: _Budget, depth: int) -> list[dict] | None:
     if codec == 3:
-        issues.append(BodyIssue(DECOMPRESSION_ERROR, "compression codec 3 is not defined in "
-                                "Kafka 0.7 (attributes bits 0-1)", f"{mpath}.attributes", where))
+        issues.append(BodyIssue(IssueKind.DECOMPRESSION_ERROR, "compression codec 3 is not "
+                                "defined in Kafka 0.7 (attributes bits 0-1)",
+                                f"{mpath}.attributes", where))
         return None
     if depth >= MAX_NESTING:
-        issues.append(BodyIssue(DECOMPRESSION_ERROR, f"compressed messages nested more than "
-                                f"{MAX_NESTING} deep: not decompressed", mpath, where))
+        issues.append(BodyIssue(IssueKind.DECOMPRESSION_ERROR, f"compressed messages nested "
+                                f"more than {MAX_NESTING} deep: not decompressed", mpath, where))
         return None
     try:
         data = decompress(codec, payload, max(budget.left, 0))
     except DecompressionLimit as exc:
-        issues.append(BodyIssue(DECOMPRESSION_ERROR, f"{exc} (the decompression budget for "
-                                f"this frame is spent)", f"{mpath}.payload", where))
+        issues.append(BodyIssue(IssueKind.DECOMPRESSION_ERROR, f"{exc} (the decompression "
+                                f"budget for this frame is spent)", f"{mpath}.payload", where))
         return None
     except DecompressionError as exc:
-        issues.append(BodyIssue(DECOMPRESSION_ERROR, str(exc), f"{mpath}.payload", where))
+        issues.append(BodyIssue(IssueKind.DECOMPRESSION_ERROR, str(exc), f"{mpath}.payload", where))
         return None
     budget.left -= len(data)
     inner, _ = _decode_set(data, 0, len(data), f"{mpath}.messages", issues, budget, depth + 1,
@@ -261,7 +259,7 @@ def _nested(payload: bytes, codec: int, mpath: str, where: int, issues: list[Bod
     return inner
 
 
-def decode_messages_07(data: bytes, *, max_uncompressed_bytes: int = DEFAULT_MAX_UNCOMPRESSED_BYTES,
+def decode_messages_07(data: bytes, *, max_uncompressed_bytes: int = DEFAULT_MAX_BYTES,
                        partial_tail_ok: bool = False) -> tuple[list[dict], list[BodyIssue]]:
     """Decode a 0.7 message set (``int32 size`` + message, repeated).
 
@@ -310,7 +308,7 @@ def _item_into(d: dict, r: _Reader, rtype: int, path: str, budget: _Budget) -> N
 
 
 def decode_request_07(payload: bytes, *,
-                      max_uncompressed_bytes: int = DEFAULT_MAX_UNCOMPRESSED_BYTES
+                      max_uncompressed_bytes: int = DEFAULT_MAX_BYTES
                       ) -> tuple[int, dict, list[BodyIssue]]:
     """Decode a 0.7 request frame payload (the bytes after the size prefix).
 
@@ -379,7 +377,7 @@ def request_topics(request_type: int, body: dict | None) -> tuple[str, ...]:
 # =========================================================================== responses
 
 def decode_response_07(request_type: int, payload: bytes, request_body: dict | None, *,
-                       max_uncompressed_bytes: int = DEFAULT_MAX_UNCOMPRESSED_BYTES
+                       max_uncompressed_bytes: int = DEFAULT_MAX_BYTES
                        ) -> tuple[dict, list[BodyIssue]]:
     """Decode a 0.7 response frame payload (after the size prefix) answering a request.
 

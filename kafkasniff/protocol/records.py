@@ -44,8 +44,9 @@ at that version; the KRaft values (``LeaderChangeMessage``, ``SnapshotHeaderReco
 prefix and start with their own ``Version`` field, which selects the layout. Versions above
 the newest known are read as the newest (as Kafka does).
 
-Decoding never raises on bad data and never loops more than the data allows; every
-decompression is bounded by ``max_uncompressed_bytes``.
+Decoding never raises on bad data and never loops more than the data allows; the
+decompressions of one batch (a magic 0/1 wrapper's nested wrappers included) are bounded
+together by ``max_uncompressed_bytes``.
 """
 
 from __future__ import annotations
@@ -58,6 +59,7 @@ from dataclasses import dataclass
 from crc32c import crc32c as _crc32c
 
 from kafkasniff.protocol.compression import (
+    DEFAULT_MAX_BYTES,
     DecompressionError,
     DecompressionLimit,
     codec_name,
@@ -266,7 +268,7 @@ class _Bad(Exception):
 
 
 def decode_records(data: bytes, *, with_records: bool = False, verify_crc: bool = True,
-                   max_uncompressed_bytes: int = 64 * 2 ** 20, defs=None) -> RecordSet:
+                   max_uncompressed_bytes: int = DEFAULT_MAX_BYTES, defs=None) -> RecordSet:
     """Decode the batches of a ``records`` field.
 
     Args:
@@ -275,8 +277,9 @@ def decode_records(data: bytes, *, with_records: bool = False, verify_crc: bool 
             headers are read (counts, offsets and timestamps come from them) and the records
             section is decompressed to measure it; control batches are always decoded.
         verify_crc: check CRC32C (magic 2) / CRC32 (magic 0/1).
-        max_uncompressed_bytes: largest decompressed size accepted per compressed section;
-            a larger one is a ``decompression_limit`` issue (bomb protection).
+        max_uncompressed_bytes: largest decompressed size accepted per batch (for a magic
+            0/1 wrapper: its value and the nested wrappers inside, together); a larger one
+            is a ``decompression_limit`` issue (bomb protection).
         defs: :class:`kafkasniff.protocol.schema.Definitions` for control records (default:
             the installed definitions, loaded on the first control record).
 
@@ -337,13 +340,17 @@ def decode_records(data: bytes, *, with_records: bool = False, verify_crc: bool 
 
 
 class _Ctx:
-    __slots__ = ("with_records", "verify_crc", "max_bytes", "defs")
+    """Options of one decode_records call; ``budget``: decompressed bytes the current magic
+    0/1 wrapper's nested wrappers may still produce."""
+
+    __slots__ = ("with_records", "verify_crc", "max_bytes", "defs", "budget")
 
     def __init__(self, with_records: bool, verify_crc: bool, max_bytes: int, defs) -> None:
         self.with_records = with_records
         self.verify_crc = verify_crc
         self.max_bytes = max_bytes
         self.defs = defs
+        self.budget = max_bytes
 
 
 # --------------------------------------------------------------------------- magic 2
@@ -779,6 +786,7 @@ def _legacy_batch(data: bytes, mv: memoryview, pos: int, end: int, magic: int,
                                       f"{pos} (offset {offset}): {exc}", vstart))
         if inner is not None:
             uncompressed = len(inner)
+            ctx.budget = ctx.max_bytes - uncompressed  # shared by the nested wrappers
             lat_ts = ts if magic == 1 and attrs & 0x08 else None
             out: list = []
             problems: list[tuple[str, str]] = []
@@ -801,7 +809,9 @@ def _legacy_batch(data: bytes, mv: memoryview, pos: int, end: int, magic: int,
 def _legacy_inner(buf: bytes, wrapper_offset: int, wrapper_magic: int, lat_ts: int | None,
                   ctx: _Ctx, depth: int, out: list, problems: list) -> None:
     """Decode the inner message set of a compressed wrapper into ``out`` (Records, absolute
-    offsets); problems go to ``problems`` as ``(kind, message)``."""
+    offsets); problems go to ``problems`` as ``(kind, message)``. Nested wrappers are
+    decompressed within ``ctx.budget`` (what the batch's limit leaves), which they use up:
+    repeated nested bombs cannot multiply the work."""
     n = len(buf)
     frames = []  # (pos, end, stored offset)
     pos = 0
@@ -847,13 +857,15 @@ def _legacy_inner(buf: bytes, wrapper_offset: int, wrapper_magic: int, lat_ts: i
                                  f"than {_MAX_LEGACY_DEPTH} deep"))
                 return
             try:
-                nested = decompress(codec, value or b"", ctx.max_bytes)
+                nested = decompress(codec, value or b"", ctx.budget)
             except DecompressionLimit as exc:
-                problems.append(("decompression_limit", f"nested message: {exc}"))
+                problems.append(("decompression_limit", f"nested message: {exc} (what the "
+                                 f"batch's limit of {ctx.max_bytes} bytes leaves)"))
                 return
             except DecompressionError as exc:
                 problems.append(("decompression_error", f"nested message: {exc}"))
                 return
+            ctx.budget -= len(nested)
             nested_lat = lat_ts
             if lat_ts is None and wrapper_magic == 1 and attrs & 0x08:
                 nested_lat = ts

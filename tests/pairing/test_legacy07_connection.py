@@ -226,8 +226,6 @@ def test_decompression_error_is_an_error():
     assert i.kind == "decompression_error" and i.severity == Severity.ERROR
 
 
-@pytest.mark.skipif("max_uncompressed_bytes" not in PairingContext.__dataclass_fields__,
-                    reason="PairingContext has no max_uncompressed_bytes")
 def test_decompression_bound_from_context():
     ctx = PairingContext.create(DEFS, max_uncompressed_bytes=1000)
     w = Wire(ctx)

@@ -110,6 +110,13 @@ def test_zstd_several_frames_and_skippable_frames(content_size):
     assert decompress(ZSTD, data) == b"first " + TEXT
 
 
+def test_zstd_skippable_frame_before_a_sized_frame():
+    sized = zstandard.ZstdCompressor(write_content_size=True).compress(TEXT)
+    skippable = struct.pack("<II", 0x184D2A50, 3) + b"abc"
+    assert decompress(ZSTD, skippable + sized) == TEXT
+    assert decompress(ZSTD, sized + skippable) == TEXT
+
+
 def test_gzip_several_members():
     assert decompress(GZIP, gzip.compress(b"one ") + gzip.compress(TEXT)) == b"one " + TEXT
 
