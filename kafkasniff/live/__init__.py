@@ -6,7 +6,9 @@
   pcap stream on stdin;
 * :mod:`kafkasniff.live.engine` - capture process, N decoder processes partitioned by
   connection, bounded queues, drop accounting, orderly stop;
+* :mod:`kafkasniff.live.shm` - the bounded shared-memory queues between the processes;
 * :mod:`kafkasniff.live.outputs` - decoder-side rendering, pcapng rotation, stats lines;
+* :mod:`kafkasniff.live.tui` - the terminal UI's live data source;
 * :mod:`kafkasniff.live.command` - the click command ``live_command``.
 
 Nothing here is imported by the headless file commands.

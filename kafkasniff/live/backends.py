@@ -19,12 +19,13 @@ may be a view into a kernel ring that is reused after ``read`` returns: ``add`` 
   :func:`kafkasniff.capture.open_capture` (``tcpdump -i eth0 -w - | kafkasniff live -r -``),
   or a capture file (read at full speed). No kernel counters of ours (tcpdump prints its own).
 
-Loopback shows each packet twice (leaving and arriving): on the loopback device the socket
-option ``PACKET_IGNORE_OUTGOING`` removes the outgoing copy in the kernel; on ``-i any`` the
-BPF prefix of :func:`kafkasniff.live.bpf.build_filter` does. Cooked captures (``-i any``)
-read from the network header on (``SOCK_DGRAM``) and get a ``LINKTYPE_LINUX_SLL2`` header
-built from the packet's ``sockaddr_ll`` (protocol, ifindex, hatype, packet type, address),
-as libpcap writes it.
+Loopback shows each packet twice (leaving and arriving): on ``lo`` and ``-i any`` the BPF
+prefix of :func:`kafkasniff.live.bpf.build_filter` rejects the outgoing copy (the socket
+option ``PACKET_IGNORE_OUTGOING``, also set on ``lo``, does not apply to the sockets of a
+fanout group; kernels before 4.20 without it get ``FLAG_SKIP_OUTGOING``). Cooked captures
+(``-i any``) read from the network header on (``SOCK_DGRAM``) and get a
+``LINKTYPE_LINUX_SLL2`` header built from the packet's ``sockaddr_ll`` (protocol, ifindex,
+hatype, packet type, address), as libpcap writes it.
 
 Standard library only (socket, mmap, struct, select, ctypes for ``SO_ATTACH_FILTER``).
 """
@@ -327,19 +328,10 @@ class _PacketSockets(Backend):
         self.members = []
 
     def release_in_parent(self) -> None:
-        """After fork: the capture process owns the sockets; the parent lets go."""
+        """After fork: the capture process owns the sockets; the parent lets go of its
+        copies (closing them here does not affect the child's)."""
         for m in self.members:
-            if m.mv is not None:
-                try:
-                    m.mv.release()
-                except ValueError:
-                    pass
-            if m.mm is not None:
-                try:
-                    m.mm.close()
-                except (BufferError, ValueError):
-                    pass
-            m.sock.close()
+            m.close()
 
 
 class RingBackend(_PacketSockets):
@@ -610,10 +602,8 @@ class StreamBackend(Backend):
             self.pipe = False
         self._iter = iter(self.packets)
         self.link_type = self.packets.link_types.get(0, 1)
-        self._link_types = self.packets.link_types
         self.exhausted = False
         self.issues = self.packets.issues
-        self.stop_requested = False
 
     def set_hooks(self, on_idle: Callable[[], None], stopping: Callable[[], bool]) -> None:
         """Called in the capture process: what to do while stdin is quiet, and when to end."""
@@ -635,9 +625,6 @@ class StreamBackend(Backend):
             pass
         self.exhausted = True
         return n
-
-    def stop_intake(self) -> None:
-        self.stop_requested = True
 
     def close(self) -> None:
         try:

@@ -74,21 +74,16 @@ END_BARRIER_S = 10.0
 
 # shared counters written by the capture process (int64 slots)
 C_PACKETS = 0          # packets read from the backend
-C_BYTES = 1            # their captured bytes
-C_KERNEL_RECEIVED = 2  # accepted by the filter (PACKET_STATISTICS tp_packets)
-C_KERNEL_DROPS = 3     # dropped by the kernel, ring or buffer full (tp_drops)
-C_QUEUE_DROPS = 4      # packets in batches a full decoder queue could not take
-C_QUEUE_DROP_BATCHES = 5
-C_DISPATCHED = 6       # packets handed to decoder queues
-C_DONE = 7             # 1: the capture process has finished (sentinels sent)
-C_WRITTEN = 8          # packets written to --write files
-C_FILES = 9            # --write files opened
-C_STARTED_NS = 10      # wall clock when capture started
-C_LAST_TS_NS = 11      # timestamp of the last packet
-C_RING_PENDING = 12    # packets waiting in the kernel rings (blocks handed over, not moved)
-N_COUNTERS = 16
+C_KERNEL_RECEIVED = 1  # accepted by the filter (PACKET_STATISTICS tp_packets)
+C_KERNEL_DROPS = 2     # dropped by the kernel, ring or buffer full (tp_drops)
+C_QUEUE_DROPS = 3      # packets in batches a full decoder queue could not take
+C_DISPATCHED = 4       # packets handed to decoder queues
+C_DONE = 5             # 1: the capture process has finished (sentinels sent)
+C_WRITTEN = 6          # packets written to --write files
+C_STARTED_NS = 7       # wall clock when capture started
+C_RING_PENDING = 8     # packets waiting in the kernel rings (blocks handed over, not moved)
+N_COUNTERS = 9
 
-_blk_ts_last = struct.Struct("<II").unpack_from
 _rec = struct.Struct("<qIIi")          # ts_ns, caplen, orig_len, link_type
 _rec_pack = _rec.pack
 _REC = _rec.size
@@ -108,7 +103,8 @@ class LiveConfig:
             when a decoder's share is full, batches for it are dropped.
         block_when_full: wait for room instead of dropping (regular files, not live sources).
         pipeline: keyword arguments of :class:`kafkasniff.pipeline.PipelineOptions`.
-        output: ``lines``, ``json`` or ``none`` (decoders render nothing: TUI / summary only).
+        output: ``lines``, ``json``, ``count`` (an empty item per shown exchange, for ``-c``
+            with the TUI) or ``none`` (decoders render nothing: TUI / summary only).
         color, with_records, value_bytes, show_issues: rendering, as ``read``.
         filters: ``dict(api=, client=, topic=, errors_only=, min_latency=)`` like ``read``.
         tui: decoders also send light exchanges, standalone issues and connection summaries
@@ -217,9 +213,6 @@ class Dispatcher:
         self.counts = [0] * self.n
         self.first = [0.0] * self.n          # monotonic time of each batch's first packet
         self.writer = writer
-        self.packets = 0
-        self.bytes = 0
-        self.last_ts = 0
 
     def add4(self, ts: int, data, orig: int, link_type: int) -> None:
         """One packet (copied: ``data`` may be a view into the ring)."""
@@ -228,13 +221,9 @@ class Dispatcher:
         b = self.bufs[w]
         if not b:
             self.first[w] = time.monotonic()
-        cap = len(data)
-        b += _rec_pack(ts, cap, orig, link_type)
+        b += _rec_pack(ts, len(data), orig, link_type)
         b += data
         self.counts[w] += 1
-        self.packets += 1
-        self.bytes += cap
-        self.last_ts = ts
         if self.writer is not None:
             self.writer.write(ts, link_type, bytes(data), orig)
         if len(b) >= self.batch_bytes:
@@ -252,7 +241,6 @@ class Dispatcher:
         off_fn = ip_offset
         fh = flow_hash
         mono = time.monotonic
-        me = self
 
         if n == 1 and writer is None:
             b0 = bufs
@@ -265,7 +253,6 @@ class Dispatcher:
                 counts[0] += 1
                 if len(b) >= limit:
                     flush(0)
-                me.last_ts = ts
             return add
 
         def add(ts, data, orig):
@@ -284,7 +271,6 @@ class Dispatcher:
                 writer.write(ts, link_type, bytes(data), orig)
             if len(b) >= limit:
                 flush(w)
-            me.last_ts = ts
         return add
 
     def member_adder(self, link_type: int) -> Callable[[int, int, Any, int], None]:
@@ -297,7 +283,6 @@ class Dispatcher:
         flush = self.flush
         writer = self.writer
         mono = time.monotonic
-        me = self
 
         def add(i, ts, data, orig):
             b = bufs[i]
@@ -310,10 +295,11 @@ class Dispatcher:
                 writer.write(ts, link_type, bytes(data), orig)
             if len(b) >= limit:
                 flush(i)
-            me.last_ts = ts
         return add
 
     def flush(self, w: int, final: bool = False) -> None:
+        """Hand decoder ``w``'s batch to its queue (waiting for room when ``final`` or
+        ``block_when_full``); its packets count as dispatched, or as queue drops."""
         b = self.bufs[w]
         if not b:
             return
@@ -321,12 +307,10 @@ class Dispatcher:
         self.counts[w] = 0
         c = self.c
         c[C_PACKETS] += cnt
-        c[C_BYTES] += len(b) - cnt * _REC
         if self.queues[w].put(b, cnt, final or self.block, self.head):
             c[C_DISPATCHED] += cnt
         else:
             c[C_QUEUE_DROPS] += cnt
-            c[C_QUEUE_DROP_BATCHES] += 1
         del b[:]        # copied into the channel: reuse the buffer
 
     def flush_due(self, now: float) -> None:
@@ -336,11 +320,12 @@ class Dispatcher:
                 self.flush(w)
 
     def flush_all(self, final: bool = False) -> None:
+        """:meth:`flush` every decoder's batch."""
         for w in range(self.n):
             self.flush(w, final)
 
 
-def _block_mover(backend, channels: list, counters, disp: Dispatcher, writer):
+def _block_mover(backend, channels: list, counters, writer):
     """The capture loop of the ring backend: every TPACKET_V3 block of ring ``i`` goes to
     decoder ``i`` as it is (one copy into shared memory; the decoder parses it), or is
     dropped whole if that decoder's queue is full. With ``--write``, the block's packets are
@@ -363,15 +348,11 @@ def _block_mover(backend, channels: list, counters, disp: Dispatcher, writer):
                 return False      # stays in the ring until the decoder makes room
             counters[C_PACKETS] += num          # stopping, and the decoder is stuck
             counters[C_QUEUE_DROPS] += num
-            counters[C_QUEUE_DROP_BATCHES] += 1
             return True
         if writer is not None:
             pkts = [(ts, bytes(data), orig) for ts, data, orig in block_packets(view, 0, flags)]
             if pkts:
                 pending.append(pkts)
-                disp.last_ts = pkts[-1][0]
-        else:
-            disp.last_ts = _block_last_ts(view)
         counters[C_PACKETS] += num
         counters[C_DISPATCHED] += num
         return True
@@ -388,12 +369,6 @@ def _block_mover(backend, channels: list, counters, disp: Dispatcher, writer):
         return n
 
     return read
-
-
-def _block_last_ts(view) -> int:
-    """Timestamp of the last packet of a TPACKET_V3 block (from its descriptor)."""
-    sec, nsec = _blk_ts_last(view, 40)
-    return sec * 1_000_000_000 + nsec
 
 
 def _ignore_signals() -> None:
@@ -458,10 +433,8 @@ def capture_main(backend, cfg: LiveConfig, queues: list, counters, stop_ev, errq
         state = {"last_pub": 0.0, "last_k": 0.0}
 
         def publish(now: float, kernel: bool) -> None:
-            counters[C_LAST_TS_NS] = disp.last_ts
             if writer is not None:
                 counters[C_WRITTEN] = writer.packets
-                counters[C_FILES] = writer.files_opened
                 writer.kernel = (counters[C_KERNEL_RECEIVED], counters[C_KERNEL_DROPS])
             if kernel and backend.has_kernel_stats:
                 rec, drops = backend.kernel_stats()
@@ -473,25 +446,28 @@ def capture_main(backend, cfg: LiveConfig, queues: list, counters, stop_ev, errq
                 counters[C_RING_PENDING] = pending()
             state["last_pub"] = now
 
-        def idle() -> None:
+        def tick() -> float:
+            """Send batches that are due, publish the counters every 0.1 s, stop if the main
+            process is gone; returns the time (monotonic)."""
             now = time.monotonic()
             disp.flush_due(now)
             if now - state["last_pub"] >= 0.1:
                 publish(now, now - state["last_k"] >= 0.25)
                 if os.getppid() != parent:       # main process gone: stop
                     stop_ev.set()
+            return now
 
         if stream:
             add = disp.add4
-            backend.set_hooks(idle, stop_ev.is_set)
+            backend.set_hooks(tick, stop_ev.is_set)
             while not backend.exhausted:
                 backend.read(add, 0.05)
-                idle()
+                tick()
                 if stop_ev.is_set() and not backend.pipe:
                     break
         else:
             if backend.kind == "ring":
-                read = _block_mover(backend, queues, counters, disp, writer)
+                read = _block_mover(backend, queues, counters, writer)
             elif backend.kind == "socket" and len(getattr(backend, "members", ())) > 1:
                 member_add = disp.member_adder(backend.link_type)
                 read = lambda timeout: backend.read_members(member_add, timeout)  # noqa: E731
@@ -501,12 +477,7 @@ def capture_main(backend, cfg: LiveConfig, queues: list, counters, stop_ev, errq
             stopping_at = 0.0
             while True:
                 n = read(0.05)
-                now = time.monotonic()
-                disp.flush_due(now)
-                if now - state["last_pub"] >= 0.1:
-                    publish(now, now - state["last_k"] >= 0.25)
-                    if os.getppid() != parent:
-                        stop_ev.set()
+                now = tick()
                 if stopping_at:
                     if n == 0 and now >= stopping_at:
                         break
@@ -530,7 +501,6 @@ def capture_main(backend, cfg: LiveConfig, queues: list, counters, stop_ev, errq
         if writer is not None:
             writer.close()
             counters[C_WRITTEN] = writer.packets
-            counters[C_FILES] = writer.files_opened
         if stream and getattr(backend, "issues", None):
             errq.put(("capture_issues", [i for i in backend.issues]))
     except BaseException as exc:  # noqa: BLE001 - reported to the collector
@@ -587,19 +557,27 @@ def decoder_main(wid: int, cfg: LiveConfig, inq, ctlq, resq, defs=None) -> None:
             sink.export.known = sink.remote
         feed = pipe.feed
         handle = sink.handle
+        st = pipe.stats
+
+        def control(msgs: list) -> None:
+            # topic ids from other decoders; detail requests, answered at once
+            sink.apply_control(msgs)
+            for rid, ex in sink.replies:
+                _put(resq, ("detail", rid, ex), parent)
+            sink.replies.clear()
+
+        def send() -> None:
+            _put(resq, ("out", wid, sink.take(), _stats_dict(st)), parent)
+
         unpack = _rec.unpack_from
         CP = CapturedPacket
         last_send = time.monotonic()
-        st = pipe.stats
         while True:
             msg = inq.get(0.05)
             if msg is None:
                 break
             if not ctlq.empty():
-                sink.apply_control(_drain(ctlq))
-                for rid, ex in sink.replies:
-                    _put(resq, ("detail", rid, ex), parent)
-                sink.replies.clear()
+                control(_drain(ctlq))
             if msg:
                 buf = msg[0]
                 kind, blt, bflags = batch_header.unpack_from(buf, 0)
@@ -623,7 +601,7 @@ def decoder_main(wid: int, cfg: LiveConfig, inq, ctlq, resq, defs=None) -> None:
                 if os.getppid() != parent:
                     orphan = True               # the collector is gone: nobody reads
                     break
-                _put(resq, ("out", wid, sink.take(), _stats_dict(st)), parent)
+                send()
                 last_send = now
         if orphan:
             return
@@ -632,7 +610,7 @@ def decoder_main(wid: int, cfg: LiveConfig, inq, ctlq, resq, defs=None) -> None:
             # end barrier: every decoder has fed its last packet and its learnt topic ids
             # were forwarded before "allfed" (one FIFO per decoder), so held exchanges get
             # every name the whole capture taught before they are released
-            _put(resq, ("out", wid, sink.take(), _stats_dict(st)), parent)
+            send()
             _put(resq, ("fed", wid), parent)
             deadline = time.monotonic() + END_BARRIER_S
             while time.monotonic() < deadline:
@@ -642,14 +620,11 @@ def decoder_main(wid: int, cfg: LiveConfig, inq, ctlq, resq, defs=None) -> None:
                     continue
                 if msg[0] == "allfed":
                     break
-                sink.apply_control([msg])
-                for rid, ex in sink.replies:
-                    _put(resq, ("detail", rid, ex), parent)
-                sink.replies.clear()
+                control([msg])
         sink.release_all()
         if sink.export is not None:
             sink.export.close()
-        _put(resq, ("out", wid, sink.take(), _stats_dict(st)), parent)
+        send()
         if cfg.tui and sink.recent:
             # the terminal UI outlives the capture: hand over the last whole exchanges
             _put(resq, ("kept", wid, list(sink.recent.values())[-KEPT_AT_END:]), parent)
@@ -727,7 +702,8 @@ class Snapshot:
 
     Attributes:
         elapsed_s: seconds since capture started.
-        captured / captured_bytes: packets read from the source (after the kernel filter).
+        captured: packets read from the source (after the kernel filter).
+        captured_bytes: captured bytes of the packets decoded so far.
         kernel_received / kernel_drops: ``PACKET_STATISTICS`` (``None`` for streams).
         queue_drops: packets dropped because a decoder queue was full.
         decoded: packets the decoders have processed.
@@ -756,13 +732,17 @@ class Snapshot:
 
     @property
     def exchange_count(self) -> int:
+        """Exchanges of every status."""
         return sum(self.exchanges.values())
 
     @property
     def issue_count(self) -> int:
+        """Issues of every kind."""
         return sum(self.issues.values())
 
     def to_dict(self) -> dict:
+        """The JSON stats object's fields (``--json``: ``packets``, ``kernel_drops`` ...;
+        the kernel counters are ``None`` for streams)."""
         return {"elapsed_s": round(self.elapsed_s, 3), "packets": self.captured,
                 "bytes": self.captured_bytes, "kernel_received": self.kernel_received,
                 "kernel_drops": self.kernel_drops, "queue_drops": self.queue_drops,
@@ -884,6 +864,7 @@ class LiveSession:
 
     @property
     def stopping(self) -> bool:
+        """A stop was requested (the capture may still be draining)."""
         return self.stop_ev.is_set()
 
     def poll(self, timeout: float = 0.1) -> bool:
@@ -892,8 +873,7 @@ class LiveSession:
         while True:
             left = deadline - time.monotonic()
             try:
-                msg = self.resq.get(timeout=max(0.0, left)) if left > 0 else \
-                    self.resq.get_nowait()
+                msg = self.resq.get(timeout=left) if left > 0 else self.resq.get_nowait()
             except queue_mod.Empty:
                 break
             self._handle(msg)
@@ -989,10 +969,6 @@ class LiveSession:
             self.counters[C_DONE] = 1
             for q in self.inqs:
                 q.close_producer(timeout=1)
-
-    @property
-    def capture_finished(self) -> bool:
-        return bool(self.counters[C_DONE])
 
     def snapshot(self) -> Snapshot:
         """Counters now."""

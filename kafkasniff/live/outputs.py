@@ -111,7 +111,7 @@ class DecoderSink:
     """
 
     def __init__(self, cfg, pipe, wid: int) -> None:
-        from kafkasniff.output.render import json_default
+        from kafkasniff.output import render
 
         self.cfg = cfg
         self.pipe = pipe
@@ -126,7 +126,9 @@ class DecoderSink:
         self.recent: OrderedDict = OrderedDict()     # (conn, corr, ts) -> whole exchange
         self.recent_bytes = 0
         self.export = None
-        self.default = json_default(cfg.value_bytes)
+        self.default = render.json_default(cfg.value_bytes)
+        # renderers bound once (imports inside the per-exchange path cost ~0.5 µs each)
+        self._render = render
         self.multi = cfg.workers > 1
         self.hold_s = cfg.topic_hold_s
         self.registry = pipe.ctx.summarizer.registry
@@ -145,6 +147,7 @@ class DecoderSink:
 
     @property
     def pending(self) -> bool:
+        """Something is waiting to be sent (:meth:`take`)."""
         return bool(self.items or self.learned or self.extra)
 
     def take(self) -> tuple:
@@ -245,6 +248,7 @@ class DecoderSink:
             self._emit(self._resolved(ex, ts))
 
     def release_all(self) -> None:
+        """Release every held exchange (end of capture), with the names known now."""
         while self.held:
             ex, ts, _ = self.held.popleft()
             self._emit(self._resolved(ex, ts))
@@ -278,20 +282,16 @@ class DecoderSink:
             return
         mode = self.mode
         if mode == "lines":
-            from kafkasniff.output.render import exchange_line, record_lines
-
-            text = exchange_line(ex, self.color)
+            text = self._render.exchange_line(ex, self.color)
             if self.with_records:
-                lines = record_lines(ex, self.value_bytes)
+                lines = self._render.record_lines(ex, self.value_bytes)
                 if lines:
                     text += "\n" + "\n".join(lines)
             self.items.append(("e", text))
         elif mode == "json":
-            from kafkasniff.output.render import exchange_to_dict
-
             self.items.append(("e", json.dumps(
-                exchange_to_dict(ex, self.value_bytes, convert=False), ensure_ascii=False,
-                default=self.default)))
+                self._render.exchange_to_dict(ex, self.value_bytes, convert=False),
+                ensure_ascii=False, default=self.default)))
         elif mode == "count":
             self.items.append(("e", ""))
 
@@ -301,13 +301,9 @@ class DecoderSink:
         if not self.show_issues:
             return
         if self.mode == "lines":
-            from kafkasniff.output.render import issue_line
-
-            self.items.append(("i", issue_line(issue)))
+            self.items.append(("i", self._render.issue_line(issue)))
         elif self.mode == "json":
-            from kafkasniff.output.render import issue_to_dict
-
-            self.items.append(("i", json.dumps(issue_to_dict(issue))))
+            self.items.append(("i", json.dumps(self._render.issue_to_dict(issue))))
 
 
 # --------------------------------------------------------------------------- Parquet
@@ -359,8 +355,10 @@ class LiveExport:
         self.files = 0
         self.total_rows: dict[str, int] = {}
         self.known: dict = {}       # topic ids other decoders announced (DecoderSink.remote)
+        from kafkasniff.pairing.exchange import Exchange
         from kafkasniff.pipeline import TopicName
 
+        self._Exchange = Exchange
         self._TopicName = TopicName
 
     def _open(self) -> None:
@@ -375,14 +373,13 @@ class LiveExport:
 
     def add(self, recs: list) -> None:
         """Every record of one ``feed`` / ``finish`` call."""
-        from kafkasniff.pairing.exchange import Exchange
-
         if self.sink is None:
             self._open()
         first = self.tap.first_ts
         last_ts = self.pipe.stats.last_ts_ns
         add = self.sink.add
         known = self.known
+        Exchange = self._Exchange
         for rec in recs:
             t = type(rec)
             if t is self._TopicName:
@@ -422,22 +419,23 @@ class LiveExport:
             self.total_rows[k] = self.total_rows.get(k, 0) + v
 
     def close(self) -> None:
+        """Close the current files (end of capture)."""
         self._close()
 
 
 # --------------------------------------------------------------------------- pcapng files
 
 _ISB = 0x00000005
-_u32 = struct.Struct("<I").pack
-
-
-def _opt(code: int, value: bytes) -> bytes:
-    return struct.pack("<HH", code, len(value)) + value + b"\0" * (-len(value) % 4)
 
 
 def isb_block(iface: int, ts_ns: int, start_ns: int, received: int | None,
               dropped: int | None, comment: str = "") -> bytes:
-    """A pcapng Interface Statistics Block (little endian, nanosecond interface)."""
+    """A pcapng Interface Statistics Block (little endian, for a nanosecond interface,
+    draft-ietf-opsawg-pcapng section 4.6): ``isb_starttime`` ``start_ns``, ``isb_endtime``
+    and the block time ``ts_ns``, ``isb_ifrecv`` / ``isb_ifdrop`` when not ``None``, an
+    ``opt_comment``."""
+    from kafkasniff.capture.writer import _block, _option as _opt
+
     ts = max(0, ts_ns)
     opts = _opt(2, struct.pack("<II", start_ns >> 32, start_ns & 0xFFFFFFFF))
     opts += _opt(3, struct.pack("<II", ts >> 32, ts & 0xFFFFFFFF))
@@ -448,9 +446,7 @@ def isb_block(iface: int, ts_ns: int, start_ns: int, received: int | None,
     if comment:
         opts += _opt(1, comment.encode())
     opts += struct.pack("<HH", 0, 0)
-    body = struct.pack("<III", iface, ts >> 32, ts & 0xFFFFFFFF) + opts
-    total = 12 + len(body)
-    return struct.pack("<II", _ISB, total) + body + _u32(total)
+    return _block(_ISB, struct.pack("<III", iface, ts >> 32, ts & 0xFFFFFFFF) + opts)
 
 
 class RotatingPcapNg:
@@ -507,6 +503,8 @@ class RotatingPcapNg:
                 pass
 
     def write(self, ts_ns: int, link_type: int, data: bytes, orig_len: int) -> None:
+        """One packet (``ts_ns`` since the epoch; ``orig_len`` its length on the wire);
+        starts the next file when this one reached ``file_bytes``."""
         w = self._w
         w.write_packet(ts_ns, link_type, data, orig_len)
         self.packets += 1
@@ -528,6 +526,7 @@ class RotatingPcapNg:
         self._w = self._f = None
 
     def close(self) -> None:
+        """Close the current file (with its statistics blocks)."""
         self._close_current()
 
 

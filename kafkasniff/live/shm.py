@@ -62,8 +62,9 @@ class Channel:
     def put(self, batch, count: int, block: bool = False, head: bytes = b"",
             timeout: float = 30.0) -> bool:
         """Store ``head + batch`` (bytes-like, at most ``capacity`` together) announcing
-        ``count`` packets. Returns False if there is no room (never blocks unless ``block``,
-        then for at most ``timeout`` seconds)."""
+        ``count`` packets. Returns False if there is no room in the data area or for the
+        notice in the pipe (never blocks unless ``block``, then for at most ``timeout``
+        seconds in all: a consumer that died does not hang the producer)."""
         h = len(head)
         n = h + len(batch)
         cap = self.capacity
@@ -86,32 +87,27 @@ class Channel:
         if h:
             self.mm[_HDR + pos:_HDR + pos + h] = head
         self.mm[_HDR + pos + h:_HDR + pos + n] = batch
-        if not self._notify(_notice.pack(start, n, count), block):
+        if not self._notify(_notice.pack(start, n, count), block, give_up):
             return False
         self.head = end
         return True
 
-    def _notify(self, notice: bytes, block: bool) -> bool:
+    def _notify(self, notice: bytes, block: bool, give_up: float) -> bool:
+        """Write a notice to the pipe; when it is full, wait (``block``) until the monotonic
+        time ``give_up``."""
         while True:
             try:
                 os.write(self.wfd, notice)
                 return True
             except BlockingIOError:
-                if not block:
+                if not block or time.monotonic() > give_up:
                     return False
                 select.select([], [self.wfd], [], 0.01)
 
     def close_producer(self, timeout: float = 10.0) -> bool:
-        """Announce the end (the consumer's ``get`` returns ``None``)."""
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                os.write(self.wfd, _notice.pack(self.head, 0, 0))
-                return True
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    return False
-                select.select([], [self.wfd], [], 0.01)
+        """Announce the end (the consumer's ``get`` returns ``None``); False if the pipe
+        stayed full for ``timeout`` seconds."""
+        return self._notify(_notice.pack(self.head, 0, 0), True, time.monotonic() + timeout)
 
     # ----------------------------------------------------------------- consumer
     def get(self, timeout: float):

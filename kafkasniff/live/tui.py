@@ -113,6 +113,8 @@ class LiveDataSource(ThreadedSource):
             self.kept[(ex.conn_id, ex.correlation_id, ex.ts_ns)] = ex
 
     def on_detail(self, rid: int, ex) -> None:
+        """A decoder's answer to detail request ``rid``: the whole exchange, or ``None``
+        when it no longer keeps it (wakes :meth:`detail`)."""
         slot = self._waiting.get(rid)
         if slot is not None:
             slot[1] = ex

@@ -323,6 +323,7 @@ class MockCluster:
 
     @property
     def closed(self) -> bool:
+        """:meth:`close` has run (the brokers are gone)."""
         return self._handles[0] is None
 
     def close(self) -> None:

@@ -105,9 +105,6 @@ def test_channel_between_processes():
 
 
 class _Refuse:
-    def __init__(self):
-        self.accepted = 0
-
     def put(self, batch, count, block=False, head=b""):
         return False
 
