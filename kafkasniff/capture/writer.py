@@ -35,6 +35,7 @@ _PADS = (b"", b"\0\0\0", b"\0\0", b"\0")
 
 _epb_head = struct.Struct("<IIIIIII").pack   # type, length, iface, ts_hi, ts_lo, caplen, origlen
 _u32 = struct.Struct("<I").pack
+_ISB = 0x00000005                              # Interface Statistics Block
 
 
 def _option(code: int, value: bytes) -> bytes:
@@ -45,6 +46,25 @@ def _block(btype: int, body: bytes) -> bytes:
     body += b"\0" * (-len(body) % 4)
     total = 12 + len(body)
     return struct.pack("<II", btype, total) + body + _u32(total)
+
+
+def isb_block(iface: int, ts_ns: int, start_ns: int, received: int | None,
+              dropped: int | None, comment: str = "") -> bytes:
+    """A pcapng Interface Statistics Block (little endian, for a nanosecond interface,
+    draft-ietf-opsawg-pcapng section 4.6): ``isb_starttime`` ``start_ns``, ``isb_endtime``
+    and the block time ``ts_ns``, ``isb_ifrecv`` / ``isb_ifdrop`` when not ``None``, an
+    ``opt_comment``."""
+    ts = max(0, ts_ns)
+    opts = _option(2, struct.pack("<II", start_ns >> 32, start_ns & 0xFFFFFFFF))
+    opts += _option(3, struct.pack("<II", ts >> 32, ts & 0xFFFFFFFF))
+    if received is not None:
+        opts += _option(4, struct.pack("<Q", received))
+    if dropped is not None:
+        opts += _option(5, struct.pack("<Q", dropped))
+    if comment:
+        opts += _option(1, comment.encode())
+    opts += struct.pack("<HH", 0, 0)
+    return _block(_ISB, struct.pack("<III", iface, ts >> 32, ts & 0xFFFFFFFF) + opts)
 
 
 class PcapNgWriter:

@@ -19,11 +19,12 @@ from __future__ import annotations
 
 import json
 import os
-import struct
 import time
 from collections import OrderedDict, deque
 from dataclasses import replace
 from typing import NamedTuple
+
+from kafkasniff.capture.writer import PcapNgWriter, isb_block
 
 __all__ = [
     "DecoderSink",
@@ -425,29 +426,6 @@ class LiveExport:
 
 # --------------------------------------------------------------------------- pcapng files
 
-_ISB = 0x00000005
-
-
-def isb_block(iface: int, ts_ns: int, start_ns: int, received: int | None,
-              dropped: int | None, comment: str = "") -> bytes:
-    """A pcapng Interface Statistics Block (little endian, for a nanosecond interface,
-    draft-ietf-opsawg-pcapng section 4.6): ``isb_starttime`` ``start_ns``, ``isb_endtime``
-    and the block time ``ts_ns``, ``isb_ifrecv`` / ``isb_ifdrop`` when not ``None``, an
-    ``opt_comment``."""
-    from kafkasniff.capture.writer import _block, _option as _opt
-
-    ts = max(0, ts_ns)
-    opts = _opt(2, struct.pack("<II", start_ns >> 32, start_ns & 0xFFFFFFFF))
-    opts += _opt(3, struct.pack("<II", ts >> 32, ts & 0xFFFFFFFF))
-    if received is not None:
-        opts += _opt(4, struct.pack("<Q", received))
-    if dropped is not None:
-        opts += _opt(5, struct.pack("<Q", dropped))
-    if comment:
-        opts += _opt(1, comment.encode())
-    opts += struct.pack("<HH", 0, 0)
-    return _block(_ISB, struct.pack("<III", iface, ts >> 32, ts & 0xFFFFFFFF) + opts)
-
 
 class RotatingPcapNg:
     """``--write PATH`` pcapng output, optionally rotated.
@@ -466,8 +444,6 @@ class RotatingPcapNg:
 
     def __init__(self, path: str, files: int = 0, file_bytes: int = 0,
                  snaplen: int = 0) -> None:
-        from kafkasniff.capture.writer import PcapNgWriter
-
         self._Writer = PcapNgWriter
         self.path = path
         self.files = files
