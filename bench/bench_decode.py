@@ -27,6 +27,8 @@ import sys
 import time
 from pathlib import Path
 
+import make_big_capture
+
 HERE = Path(__file__).resolve().parent
 VENV_BIN = Path(sys.executable).parent
 
@@ -53,9 +55,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="also run `stats` on captures this many times larger (peak memory "
                          "must not grow with the capture)")
     args = ap.parse_args(argv)
-    if not args.capture.exists():
-        subprocess.run([sys.executable, str(HERE / "make_big_capture.py"), "-o", str(args.capture),
-                        "--packets", str(args.packets)], check=True)
+    make_big_capture.ensure(args.capture, args.packets)
     size = args.capture.stat().st_size
     ks = str(VENV_BIN / "kafkasniff")
     # packets and exchanges, from kafkasniff's own report
@@ -90,10 +90,8 @@ def main(argv: list[str] | None = None) -> int:
     scaling = [{"packets": packets, "seconds": round(rows[0][1], 1),
                 "peak_rss_mb": round(rows[0][2] / 1024)}]
     for k in args.scale:
-        big = args.capture.with_name(f"{args.capture.stem}-x{k}.pcap")
-        if not big.exists():
-            subprocess.run([sys.executable, str(HERE / "make_big_capture.py"), "-o", str(big),
-                            "--packets", str(k * args.packets)], check=True)
+        big = make_big_capture.ensure(args.capture.with_name(f"{args.capture.stem}-x{k}.pcap"),
+                                      k * args.packets)
         w, kib, out = measure([ks, "stats", "--json", str(big)], stdout=subprocess.PIPE)
         n = json.loads(out)["pipeline"]["packets"]
         scaling.append({"packets": n, "seconds": round(w, 1), "peak_rss_mb": round(kib / 1024)})

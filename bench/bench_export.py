@@ -32,6 +32,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import make_big_capture
+
 HERE = Path(__file__).resolve().parent
 VENV_BIN = Path(sys.executable).parent
 EXPORT = ("import sys; from kafkasniff.export.command import export_command; "
@@ -65,9 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--keep", type=Path, default=None,
                     help="keep the exports under this directory (default: a temporary one)")
     args = ap.parse_args(argv)
-    if not args.capture.exists():
-        subprocess.run([sys.executable, str(HERE / "make_big_capture.py"), "-o",
-                        str(args.capture), "--packets", str(args.packets)], check=True)
+    make_big_capture.ensure(args.capture, args.packets)
     size = args.capture.stat().st_size
     work = args.keep or Path(tempfile.mkdtemp(prefix="kafkasniff-bench-export-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -96,10 +96,8 @@ def main(argv: list[str] | None = None) -> int:
             shutil.rmtree(out, ignore_errors=True)
     scaling = []
     for k in args.scale:
-        big = args.capture.with_name(f"{args.capture.stem}-x{k}.pcap")
-        if not big.exists():
-            subprocess.run([sys.executable, str(HERE / "make_big_capture.py"), "-o", str(big),
-                            "--packets", str(k * args.packets)], check=True)
+        big = make_big_capture.ensure(args.capture.with_name(f"{args.capture.stem}-x{k}.pcap"),
+                                      k * args.packets)
         out = work / f"x{k}"
         wall, rss, err = measure([sys.executable, "-c", EXPORT, str(big), "-o", str(out)])
         rows = sum(int(p.rsplit(" ", 1)[1]) for p in

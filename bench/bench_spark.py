@@ -32,6 +32,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import make_big_capture
+
 HERE = Path(__file__).resolve().parent
 VENV_BIN = Path(sys.executable).parent
 
@@ -74,10 +76,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="before each run wait up to this long for a load average below 1")
     ap.add_argument("--json-out", type=Path, default=HERE / "out" / "spark.json")
     args = ap.parse_args(argv)
-    if not args.capture.exists():
-        args.capture.parent.mkdir(parents=True, exist_ok=True)
-        subprocess.run([sys.executable, str(HERE / "make_big_capture.py"), "-o",
-                        str(args.capture), "--packets", str(args.packets)], check=True)
+    make_big_capture.ensure(args.capture, args.packets)
     size = args.capture.stat().st_size
     ks = str(VENV_BIN / "kafkasniff")
     env_cmd = [ks] if os.path.exists(ks) else [sys.executable, "-m", "kafkasniff.cli"]

@@ -64,6 +64,12 @@ def broker_ports(pcap: str, segs: list[tuple]) -> set[int]:
     return {s[4] for s in segs if s[7] & 0x02 and not s[7] & 0x10}
 
 
+def broker_addresses(pcap: str, segs: list[tuple]) -> dict[int, bytes]:
+    """Seed broker port -> the replayed broker's IPv4 address (10.0.0.1-3, in port order)."""
+    return {p: bytes([10, 0, 0, 1 + i % 3])
+            for i, p in enumerate(sorted(broker_ports(pcap, segs)))}
+
+
 def _frame(sip, sp, dip, dp, seq, ack, flags, payload, ident) -> bytes:
     total = 40 + len(payload)
     ip = IP_HDR.pack(0x45, 0, total, ident & 0xFFFF, 0x4000, 64, 6, 0, sip, dip)
@@ -125,16 +131,15 @@ def build_frames(paths: list[str], n_packets: int, mss: int = 1448, net: int = 1
     seeds = load_seeds(paths)
     if not seeds:
         raise SystemExit("no seed packets")
+    brokers = [broker_addresses(path, segs) for path, segs in seeds]
     step = 10**9 // max(1, concurrency)
     out: list[bytes] = []
     r = 0
     while len(out) < n_packets:
         streams = []
         for _ in range(replicas):
-            for path, segs in seeds:
-                ports = sorted(broker_ports(path, segs))
-                brokers = {p: bytes([10, 0, 0, 1 + i % 3]) for i, p in enumerate(ports)}
-                streams.append(replica(segs, r, net, r * step, brokers, mss))
+            for (_path, segs), seed_brokers in zip(seeds, brokers):
+                streams.append(replica(segs, r, net, r * step, seed_brokers, mss))
                 r += 1
                 if r >= 65536:
                     raise SystemExit("too many replicas for one /16: use fewer packets")

@@ -20,7 +20,8 @@ The Kafka bytes come from the small encoder in this file, written from the JSON 
 ``/work/shared/kafka-protocol/messages/`` and the message-format documentation; it imports
 nothing from kafkasniff on purpose (an independent second implementation). Packets are
 built with dpkt (IPv4/TCP checksums) and written by this file (exact ns timestamps); checksums
-come from the crc32c and xxhash packages.
+come from the crc32c and xxhash packages; the truth files' JSON layout from ``_common.py``
+(shared with ``make_captures.py``).
 
 Everything is deterministic: fixed timestamps (from 2024-01-01T00:00:00Z), fixed ports,
 sequence numbers, nonces and seeds. Re-running gives byte-identical files as long as the
@@ -63,9 +64,10 @@ import crc32c as crc32c_lib
 import dpkt
 import xxhash
 
+from _common import TRUTH_FORMAT, dump_truth, text_or_none
+
 ROOT = Path(__file__).resolve().parent.parent
 CAPTURES = ROOT / "captures"
-TRUTH_FORMAT = 1
 BASE_TS_NS = 1_704_067_200_000_000_000  # 2024-01-01T00:00:00Z
 BASE_TS_MS = BASE_TS_NS // 1_000_000
 BROKER_PORT = 9092
@@ -193,16 +195,6 @@ def response_header(corr: int, header_version: int) -> bytes:
 
 def size_prefixed(payload: bytes) -> bytes:
     return i32(len(payload)) + payload
-
-
-def text_or_none(b: bytes | None) -> str | None:
-    if b is None:
-        return None
-    try:
-        s = b.decode("utf-8")
-    except UnicodeDecodeError:
-        return None
-    return s if s.isprintable() else None
 
 
 def hex_or_none(b: bytes | None) -> str | None:
@@ -538,28 +530,6 @@ class Capture:
         return path, tpath
 
 
-def dump_truth(truth: dict[str, Any]) -> str:
-    """JSON, one top-level key per line and one list element per line (diff-friendly)."""
-
-    def compact(v: Any) -> str:
-        return json.dumps(v, ensure_ascii=False, separators=(", ", ": "))
-
-    lines = ["{"]
-    items = list(truth.items())
-    for i, (key, value) in enumerate(items):
-        comma = "," if i < len(items) - 1 else ""
-        if isinstance(value, list) and value:
-            lines.append(f" {json.dumps(key)}: [")
-            lines += [f"  {compact(v)}," for v in value[:-1]] + [f"  {compact(value[-1])}"]
-            lines.append(f" ]{comma}")
-        else:
-            lines.append(f" {json.dumps(key)}: {compact(value)}{comma}")
-    lines.append("}")
-    text = "\n".join(lines) + "\n"
-    assert json.loads(text) == json.loads(json.dumps(truth))
-    return text
-
-
 # =========================================================================== shared messages
 
 
@@ -598,6 +568,15 @@ def api_versions_summary(version: int) -> dict[str, Any]:
 
 
 # =========================================================================== crafted_sasl
+
+
+def api_versions_v3(cap: Capture, label: str, client_id: str) -> None:
+    """ApiVersions v3 as current clients open a connection (request header v2, response
+    header v0, KIP-511)."""
+    cap.exchange(label, 18, 3, client_id, api_versions_v3_request("crafted-client", "1.0.0"),
+                 api_versions_response(3), req_hv=2, resp_hv=0,
+                 summary={"client_software_name": "crafted-client",
+                          "client_software_version": "1.0.0", **api_versions_summary(3)})
 
 
 def sasl_handshake(cap: Capture, label: str, version: int, mechanism: str,
@@ -714,10 +693,7 @@ def build_crafted_sasl() -> Capture:
     # ---- A: PLAIN, then Metadata
     cid = "crafted-sasl-plain"
     cap.connect("A", 50001, "SASL/PLAIN via SaslAuthenticate v2, then Metadata v9")
-    cap.exchange("A", 18, 3, cid, api_versions_v3_request("crafted-client", "1.0.0"),
-                 api_versions_response(3), req_hv=2, resp_hv=0,
-                 summary={"client_software_name": "crafted-client",
-                          "client_software_version": "1.0.0", **api_versions_summary(3)})
+    api_versions_v3(cap, "A", cid)
     sasl_handshake(cap, "A", 1, "PLAIN", cid)
     plain = b"\x00alice\x00alice-secret-pw"
     sasl_authenticate(cap, "A", cid, plain, b"", session_lifetime_ms=3_600_000,
@@ -730,10 +706,7 @@ def build_crafted_sasl() -> Capture:
     # ---- B: SCRAM-SHA-256
     cid = "crafted-sasl-scram"
     cap.connect("B", 50002, "SASL/SCRAM-SHA-256, two SaslAuthenticate v2 rounds")
-    cap.exchange("B", 18, 3, cid, api_versions_v3_request("crafted-client", "1.0.0"),
-                 api_versions_response(3), req_hv=2, resp_hv=0,
-                 summary={"client_software_name": "crafted-client",
-                          "client_software_version": "1.0.0", **api_versions_summary(3)})
+    api_versions_v3(cap, "B", cid)
     sasl_handshake(cap, "B", 1, "SCRAM-SHA-256", cid)
     scram = scram_exchange("bob", "bob-scram-pw", "fyko+d2lbbFgONRv9qkxdawL",
                            "3rfcNHYJY1ZVvWVs7j", bytes.fromhex("5b2f6c6e8a3c4d1e9f0a7b6c"),
@@ -788,10 +761,7 @@ def build_crafted_sasl() -> Capture:
     # ---- D: OAUTHBEARER
     cid = "crafted-sasl-oauth"
     cap.connect("D", 50004, "SASL/OAUTHBEARER (RFC 7628) via SaslAuthenticate v2")
-    cap.exchange("D", 18, 3, cid, api_versions_v3_request("crafted-client", "1.0.0"),
-                 api_versions_response(3), req_hv=2, resp_hv=0,
-                 summary={"client_software_name": "crafted-client",
-                          "client_software_version": "1.0.0", **api_versions_summary(3)})
+    api_versions_v3(cap, "D", cid)
     sasl_handshake(cap, "D", 1, "OAUTHBEARER", cid)
     jwt = jwt_hs256({"alg": "HS256", "typ": "JWT"},
                     {"sub": "dave", "iss": "https://idp.kafka.test", "aud": "kafka",
@@ -808,10 +778,7 @@ def build_crafted_sasl() -> Capture:
     # ---- E: GSSAPI-looking tokens
     cid = "crafted-sasl-gssapi"
     cap.connect("E", 50005, "SASL/GSSAPI-looking tokens (random bytes in GSS framing)")
-    cap.exchange("E", 18, 3, cid, api_versions_v3_request("crafted-client", "1.0.0"),
-                 api_versions_response(3), req_hv=2, resp_hv=0,
-                 summary={"client_software_name": "crafted-client",
-                          "client_software_version": "1.0.0", **api_versions_summary(3)})
+    api_versions_v3(cap, "E", cid)
     sasl_handshake(cap, "E", 1, "GSSAPI", cid)
     ap_req = gss_initial_token(b"\x01\x00", bytes(rng.getrandbits(8) for _ in range(600)))
     ap_rep = gss_initial_token(b"\x02\x00", bytes(rng.getrandbits(8) for _ in range(96)))
@@ -832,10 +799,7 @@ def build_crafted_sasl() -> Capture:
     cid = "crafted-sasl-badpw"
     cap.connect("F", 50006, "SASL/PLAIN with a wrong password: SASL_AUTHENTICATION_FAILED, "
                             "broker closes")
-    cap.exchange("F", 18, 3, cid, api_versions_v3_request("crafted-client", "1.0.0"),
-                 api_versions_response(3), req_hv=2, resp_hv=0,
-                 summary={"client_software_name": "crafted-client",
-                          "client_software_version": "1.0.0", **api_versions_summary(3)})
+    api_versions_v3(cap, "F", cid)
     sasl_handshake(cap, "F", 1, "PLAIN", cid)
     bad = b"\x00mallory\x00not-the-password"
     sasl_authenticate(cap, "F", cid, bad, b"", error_code=58,
@@ -1118,6 +1082,14 @@ def build_crafted_records() -> Capture:
                 for it in items]
         return data, recs, info
 
+    def next_carrier(label: str, api_name: str, version: int) -> tuple[int, dict[str, Any]]:
+        """The next correlation id on ``label`` and the ``carried_in`` of the records in
+        that exchange (Produce requests, Fetch responses)."""
+        corr = cap.next_corr(label)
+        return corr, {"connection": label, "api_name": api_name, "api_version": version,
+                      "correlation_id": corr,
+                      "direction": "request" if api_name == "Produce" else "response"}
+
     batches_truth: list[dict[str, Any]] = []
     cap.truth["batches"] = batches_truth
 
@@ -1136,9 +1108,7 @@ def build_crafted_records() -> Capture:
         3: ("lz4-kafka3160", [(text(f"m0-lz-{i}"), text(f"magic 0 lz4 (KAFKA-3160) {i} ")
                                + lorem, None) for i in range(3)]),
     }
-    corr = cap.next_corr("P0")
-    carried = {"connection": "P0", "api_name": "Produce", "api_version": 0,
-               "correlation_id": corr, "direction": "request"}
+    corr, carried = next_carrier("P0", "Produce", 0)
     parts = []
     stored0: dict[int, tuple[bytes, list[dict[str, Any]], dict[str, Any]]] = {}
     for p, (codec, msgs) in m0.items():
@@ -1170,9 +1140,7 @@ def build_crafted_records() -> Capture:
                     for i in range(3)]),
     }
     base1 = {0: 100, 1: 200, 2: 300, 3: 400}  # existing log: offsets the broker assigns
-    corr = cap.next_corr("P1")
-    carried = {"connection": "P1", "api_name": "Produce", "api_version": 2,
-               "correlation_id": corr, "direction": "request"}
+    corr, carried = next_carrier("P1", "Produce", 2)
     parts = []
     for p, (codec, msgs) in m1.items():
         data, recs, info = LegacySet.build(1, msgs, base1[p], codec=codec,
@@ -1205,9 +1173,7 @@ def build_crafted_records() -> Capture:
                    rec(3, t0 + 99, text("v2-k3"), b"", [])]  # empty value, earlier ts
     codec_parts = ["none", "gzip", "snappy-raw", "snappy-xerial", "lz4", "zstd",
                    "zstd-no-content-size"]
-    corr = cap.next_corr("P2")
-    carried = {"connection": "P2", "api_name": "Produce", "api_version": 3,
-               "correlation_id": corr, "direction": "request"}
+    corr, carried = next_carrier("P2", "Produce", 3)
     parts = []
     stored2: dict[int, tuple[bytes, list[dict[str, Any]], dict[str, Any]]] = {}
     for p, codec in enumerate(codec_parts):
@@ -1246,9 +1212,7 @@ def build_crafted_records() -> Capture:
     # transactional Produce v3
     ttopic = "crafted-txn"
     cap.truth["topics"][ttopic] = 1
-    corr = cap.next_corr("P2")
-    carried = {"connection": "P2", "api_name": "Produce", "api_version": 3,
-               "correlation_id": corr, "direction": "request"}
+    corr, carried = next_carrier("P2", "Produce", 3)
     txn_items = [rec(i, t0 + 400 + i, text(f"txn1-{i}"), text(f"committed transaction record {i}"),
                      [("txn", b"1")]) for i in range(2)]
     data, recs, info = v2_batch(0, txn_items, "none", producer_id=4000, producer_epoch=2,
@@ -1264,9 +1228,7 @@ def build_crafted_records() -> Capture:
                           "response_base_offsets": {"0": 0}})
 
     # flexible Produce v9 (compact records), zstd
-    corr = cap.next_corr("P2")
-    carried = {"connection": "P2", "api_name": "Produce", "api_version": 9,
-               "correlation_id": corr, "direction": "request"}
+    corr, carried = next_carrier("P2", "Produce", 9)
     v9_items = [rec(i, t0 + 600 + i, text(f"v9-{i}"), text(f"flexible produce v9 record {i} ")
                     + lorem, [("v", b"9")]) for i in range(3)]
     data, recs, info = v2_batch(0, v9_items, "zstd")
@@ -1286,9 +1248,7 @@ def build_crafted_records() -> Capture:
     cid = "crafted-consumer"
 
     # Fetch v0: magic 0 sets as a 0.9 broker stores them (absolute offsets)
-    corr = cap.next_corr("F")
-    carried = {"connection": "F", "api_name": "Fetch", "api_version": 0,
-               "correlation_id": corr, "direction": "response"}
+    corr, carried = next_carrier("F", "Fetch", 0)
     fparts = []
     for p, (codec, msgs) in m0.items():
         data, recs, info = stored0[p]
@@ -1303,9 +1263,7 @@ def build_crafted_records() -> Capture:
                           "high_watermarks": {str(p): len(m0[p][1]) for p in m0}})
 
     # Fetch v2: magic 1 sets, wrapper offsets absolute (last inner), p3 LogAppendTime
-    corr = cap.next_corr("F")
-    carried = {"connection": "F", "api_name": "Fetch", "api_version": 2,
-               "correlation_id": corr, "direction": "response"}
+    corr, carried = next_carrier("F", "Fetch", 2)
     fparts = []
     lat = t0 + 45
     for p, (codec, msgs) in m1.items():
@@ -1324,9 +1282,7 @@ def build_crafted_records() -> Capture:
                           "log_append_time_wrapper": {"partition": 3, "timestamp_ms": lat}})
 
     # Fetch v4 read_committed: transactions, control batches, truncated tail
-    corr = cap.next_corr("F")
-    carried = {"connection": "F", "api_name": "Fetch", "api_version": 4,
-               "correlation_id": corr, "direction": "response"}
+    corr, carried = next_carrier("F", "Fetch", 4)
     log = b""
     pid, epoch = 4000, 2
     segs = [
@@ -1391,9 +1347,7 @@ def build_crafted_records() -> Capture:
                           "truncated_last_batch": {"topic": topic, "partition": 0}})
 
     # Fetch v4 with a wrong CRC
-    corr = cap.next_corr("F")
-    carried = {"connection": "F", "api_name": "Fetch", "api_version": 4,
-               "correlation_id": corr, "direction": "response"}
+    corr, carried = next_carrier("F", "Fetch", 4)
     bad_items = [rec(i, t0 + 700 + i, text(f"crc-{i}"), text(f"batch with a wrong crc {i}"), [])
                  for i in range(2)]
     data, recs, info = v2_batch(13, bad_items, "gzip", wrong_crc=True)
@@ -1413,9 +1367,7 @@ def build_crafted_records() -> Capture:
                      "topic": topic, "partition": 1, "base_offset": 13}})
 
     # Fetch v11: zstd without content size, LogAppendTime batch
-    corr = cap.next_corr("F")
-    carried = {"connection": "F", "api_name": "Fetch", "api_version": 11,
-               "correlation_id": corr, "direction": "response"}
+    corr, carried = next_carrier("F", "Fetch", 11)
     z_items = [rec(i, t0 + 800 + i, text(f"zstd-ncs-{i}"), text(f"zstd frame without content "
                                                               f"size {i} ") + lorem, [])
                for i in range(3)]
@@ -1544,22 +1496,28 @@ def build_crafted_kafka07() -> Capture:
     def carried(label: str) -> dict[str, Any]:
         return {"connection": label, "request_index": len(cap.truth["requests_07"])}
 
-    mset, desc = describe([(0, b"hello from kafka 0.7 (magic 0 message)", 0)])
-    c = carried("producer")
-    append("k07-events", 0, mset, c, desc)
-    send07("producer", 0, topic_part("k07-events", 0) + i32(len(mset)) + mset, None,
-           {"topic": "k07-events", "partition": 0, "message_set_bytes": len(mset),
-            "message_count": 1})
+    def served(topic: str, partition: int, carried_in: dict[str, Any]) -> None:
+        """List the messages of topic/partition again, as carried by a response."""
+        for m in list(msg_truth):
+            if m["topic"] == topic and m["partition"] == partition \
+                    and "direction" not in m["carried_in"]:
+                msg_truth.append({**m, "carried_in": {**carried_in, "direction": "response"}})
+
+    def produce07(messages: list[tuple[int, bytes, int]],
+                  inner: dict[int, list[tuple[int, bytes]]] | None = None,
+                  **summary: Any) -> None:
+        """A PRODUCE of one message set to k07-events/0 (PRODUCE has no response)."""
+        mset, desc = describe(messages, inner)
+        append("k07-events", 0, mset, carried("producer"), desc)
+        send07("producer", 0, topic_part("k07-events", 0) + i32(len(mset)) + mset, None,
+               {"topic": "k07-events", "partition": 0, "message_set_bytes": len(mset),
+                "message_count": len(messages), **summary})
+
+    produce07([(0, b"hello from kafka 0.7 (magic 0 message)", 0)])
     inner = [(1, f"compressed event {i}: ".encode() + b"kafka 0.7 gzip " * 4)
              for i in range(3)]
-    inner_set = b"".join(msg07(m, p) for m, p in inner)
-    gz = gzip_compress(inner_set)
-    mset, desc = describe([(1, gz, 1)], {0: inner})
-    c = carried("producer")
-    append("k07-events", 0, mset, c, desc)
-    send07("producer", 0, topic_part("k07-events", 0) + i32(len(mset)) + mset, None,
-           {"topic": "k07-events", "partition": 0, "message_set_bytes": len(mset),
-            "message_count": 1, "compressed_wrapper": "gzip, 3 inner magic-1 messages"})
+    gz = gzip_compress(b"".join(msg07(m, p) for m, p in inner))
+    produce07([(1, gz, 1)], {0: inner}, compressed_wrapper="gzip, 3 inner magic-1 messages")
     entries = []
     mp_truth = []
     c = carried("producer")
@@ -1585,11 +1543,8 @@ def build_crafted_kafka07() -> Capture:
            i16(0) + i32(1) + i64(end0),
            {"topic": "k07-events", "partition": 0, "time": -1, "max_offsets": 1,
             "response_error_code": 0, "response_offsets": [end0]})
-    c = carried("consumer")
+    served("k07-events", 0, carried("consumer"))
     data = logs[("k07-events", 0)]
-    for m in list(msg_truth):
-        if m["topic"] == "k07-events" and m["partition"] == 0:
-            msg_truth.append({**m, "carried_in": {**c, "direction": "response"}})
     send07("consumer", 1, topic_part("k07-events", 0) + i64(0) + i32(1048576),
            i16(0) + data,
            {"topic": "k07-events", "partition": 0, "offset": 0, "max_size": 1048576,
@@ -1606,10 +1561,7 @@ def build_crafted_kafka07() -> Capture:
         resp += i32(2 + len(data)) + i16(0) + data
         mf.append({"topic": topic, "partition": part, "offset": 0, "max_size": 65536,
                    "response_error_code": 0, "response_message_set_bytes": len(data)})
-        for m in list(msg_truth):
-            if m["topic"] == topic and m["partition"] == part \
-                    and "direction" not in m["carried_in"]:
-                msg_truth.append({**m, "carried_in": {**c, "direction": "response"}})
+        served(topic, part, c)
     send07("consumer", 2, body, resp, {"fetches": mf})
     send07("consumer", 1, topic_part("k07-events", 0) + i64(end0 + 1000) + i32(1048576),
            i16(1), {"topic": "k07-events", "partition": 0, "offset": end0 + 1000,

@@ -54,50 +54,20 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from _common import TRUTH_FORMAT, dump_truth, text_or_none  # noqa: E402
+
+from kafkasniff.protocol.schema import load_definitions  # noqa: E402
 from kafkasniff.testing.mock_cluster import MockCluster, librdkafka_version  # noqa: E402
 
 CAPTURES = ROOT / "captures"
-TRUTH_FORMAT = 1
 log = logging.getLogger("make_captures")
 
-# Kafka API keys (Apache Kafka's names without the Request/Response suffix).
-API_NAMES: dict[int, str] = {
-    0: "Produce", 1: "Fetch", 2: "ListOffsets", 3: "Metadata", 4: "LeaderAndIsr",
-    5: "StopReplica", 6: "UpdateMetadata", 7: "ControlledShutdown", 8: "OffsetCommit",
-    9: "OffsetFetch", 10: "FindCoordinator", 11: "JoinGroup", 12: "Heartbeat",
-    13: "LeaveGroup", 14: "SyncGroup", 15: "DescribeGroups", 16: "ListGroups",
-    17: "SaslHandshake", 18: "ApiVersions", 19: "CreateTopics", 20: "DeleteTopics",
-    21: "DeleteRecords", 22: "InitProducerId", 23: "OffsetForLeaderEpoch",
-    24: "AddPartitionsToTxn", 25: "AddOffsetsToTxn", 26: "EndTxn", 27: "WriteTxnMarkers",
-    28: "TxnOffsetCommit", 29: "DescribeAcls", 30: "CreateAcls", 31: "DeleteAcls",
-    32: "DescribeConfigs", 33: "AlterConfigs", 34: "AlterReplicaLogDirs",
-    35: "DescribeLogDirs", 36: "SaslAuthenticate", 37: "CreatePartitions",
-    38: "CreateDelegationToken", 39: "RenewDelegationToken", 40: "ExpireDelegationToken",
-    41: "DescribeDelegationToken", 42: "DeleteGroups", 43: "ElectLeaders",
-    44: "IncrementalAlterConfigs", 45: "AlterPartitionReassignments",
-    46: "ListPartitionReassignments", 47: "OffsetDelete", 48: "DescribeClientQuotas",
-    49: "AlterClientQuotas", 50: "DescribeUserScramCredentials",
-    51: "AlterUserScramCredentials", 52: "Vote", 53: "BeginQuorumEpoch",
-    54: "EndQuorumEpoch", 55: "DescribeQuorum", 56: "AlterPartition", 57: "UpdateFeatures",
-    58: "Envelope", 59: "FetchSnapshot", 60: "DescribeCluster", 61: "DescribeProducers",
-    62: "BrokerRegistration", 63: "BrokerHeartbeat", 64: "UnregisterBroker",
-    65: "DescribeTransactions", 66: "ListTransactions", 67: "AllocateProducerIds",
-    68: "ConsumerGroupHeartbeat", 69: "ConsumerGroupDescribe", 70: "ControllerRegistration",
-    71: "GetTelemetrySubscriptions", 72: "PushTelemetry", 73: "AssignReplicasToDirs",
-    74: "ListConfigResources", 75: "DescribeTopicPartitions", 76: "ShareGroupHeartbeat",
-    77: "ShareGroupDescribe", 78: "ShareFetch", 79: "ShareAcknowledge",
-}
+# Kafka API and error names, as the decoder names them (kafkasniff's generated definitions).
+DEFS = load_definitions()
+API_NAMES: dict[int, str] = {key: info.name for key, info in DEFS.apis.items()}
 API_KEYS: dict[str, int] = {name: key for key, name in API_NAMES.items()}
 # librdkafka's own spellings (rd_kafka_ApiKey2str)
 API_KEYS.update({"ApiVersion": 18, "Offset": 2, "GroupCoordinator": 10})
-
-ERROR_NAMES = {
-    0: "NONE", 3: "UNKNOWN_TOPIC_OR_PARTITION", 6: "NOT_LEADER_OR_FOLLOWER",
-    7: "REQUEST_TIMED_OUT", 14: "COORDINATOR_LOAD_IN_PROGRESS",
-    15: "COORDINATOR_NOT_AVAILABLE", 16: "NOT_COORDINATOR", 27: "REBALANCE_IN_PROGRESS",
-    35: "UNSUPPORTED_VERSION",
-}
-
 
 TIMESTAMP_TYPES = {0: "NotAvailable", 1: "CreateTime", 2: "LogAppendTime"}
 
@@ -117,16 +87,6 @@ def now_ns() -> int:
     return time.time_ns()
 
 
-def _text(b: bytes | None) -> str | None:
-    if b is None:
-        return None
-    try:
-        s = b.decode("utf-8")
-    except UnicodeDecodeError:
-        return None
-    return s if s.isprintable() else None
-
-
 def _bytes(b: bytes | str | None) -> bytes | None:
     if b is None or isinstance(b, bytes):
         return b
@@ -139,9 +99,9 @@ def record_fields(key: bytes | None, value: bytes | None,
     key, value = _bytes(key), _bytes(value)
     return {
         "key_hex": None if key is None else key.hex(),
-        "key_text": _text(key),
+        "key_text": text_or_none(key),
         "value_hex": None if value is None else value.hex(),
-        "value_text": _text(value),
+        "value_text": text_or_none(value),
         "headers": [[name, None if hv is None else _bytes(hv).hex()]
                     for name, hv in (headers or [])],
     }
@@ -195,6 +155,18 @@ class Tcpdump:
         # kernel attaching the filter to the socket before any scenario traffic.
         time.sleep(0.2)
 
+    def capture_truth(self) -> dict[str, Any]:
+        """The truth file's ``capture`` fields known once tcpdump is listening."""
+        return {"interface": self.argv[2], "bpf_filter": self.bpf,
+                "command": " ".join(self.argv[:-1] + [repr(self.bpf)]),
+                "started_ts_ns": self.started_ts_ns}
+
+    def kill(self) -> None:
+        """After a failure: stop tcpdump at once (what it wrote is discarded)."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
     def _drain(self) -> None:
         assert self.proc is not None and self.proc.stderr is not None
         for raw in self.proc.stderr:
@@ -231,6 +203,20 @@ class Tcpdump:
         return stats
 
 
+def start_tcpdump(name: str, ports: list[int], truth: dict[str, Any]) -> Tcpdump:
+    """Start tcpdump writing ``captures/NAME.pcap``; record it in ``truth["capture"]``."""
+    tcpdump = Tcpdump(CAPTURES / f"{name}.pcap", ports)
+    tcpdump.start()
+    truth["capture"].update(tcpdump.capture_truth())
+    return tcpdump
+
+
+def stop_tcpdump(tcpdump: Tcpdump, truth: dict[str, Any]) -> None:
+    """Stop tcpdump; record its stop time and statistics in ``truth["capture"]``."""
+    stats = tcpdump.stop()
+    truth["capture"].update({"stopped_ts_ns": tcpdump.stopped_ts_ns, "tcpdump_stats": stats})
+
+
 # --------------------------------------------------------------------------- client logs
 
 
@@ -246,6 +232,26 @@ class _Collect(logging.Handler):
             self.fn(record, now_ns())
         except Exception:  # never break the client because of the recorder
             self.handleError(record)
+
+
+@contextmanager
+def _collecting(fn: Callable[[logging.LogRecord, int], None], *names: str) -> Iterator[None]:
+    """While the block runs, the loggers ``names`` send every record (DEBUG and up) to
+    ``fn`` only (not propagated); their level and propagation are restored after."""
+    handler = _Collect(fn)
+    loggers = [logging.getLogger(n) for n in names]
+    saved = [(lg.level, lg.propagate) for lg in loggers]
+    for lg in loggers:
+        lg.setLevel(logging.DEBUG)
+        lg.propagate = False
+        lg.addHandler(handler)
+    try:
+        yield
+    finally:
+        for lg, (level, prop) in zip(loggers, saved):
+            lg.removeHandler(handler)
+            lg.setLevel(level)
+            lg.propagate = prop
 
 
 _RDK_SENT = re.compile(
@@ -410,21 +416,8 @@ class RequestLog:
                     else:
                         entry["response"] = {"status": "received", "logged_ts_ns": ts}
 
-        handler = _Collect(on_record)
-        loggers = [logging.getLogger("kafka.protocol.parser"),
-                   logging.getLogger("kafka.net.connection")]
-        saved = [(lg.level, lg.propagate) for lg in loggers]
-        for lg in loggers:
-            lg.setLevel(logging.DEBUG)
-            lg.propagate = False
-            lg.addHandler(handler)
-        try:
+        with _collecting(on_record, "kafka.protocol.parser", "kafka.net.connection"):
             yield
-        finally:
-            for lg, (level, prop) in zip(loggers, saved):
-                lg.removeHandler(handler)
-                lg.setLevel(level)
-                lg.propagate = prop
 
     # aiokafka --------------------------------------------------------------
     @contextmanager
@@ -455,18 +448,8 @@ class RequestLog:
                     else:
                         entry["response"] = {"status": "received", "logged_ts_ns": ts}
 
-        handler = _Collect(on_record)
-        logger = logging.getLogger("aiokafka.conn")
-        saved = (logger.level, logger.propagate)
-        logger.setLevel(logging.DEBUG)
-        logger.propagate = False
-        logger.addHandler(handler)
-        try:
+        with _collecting(on_record, "aiokafka.conn"):
             yield
-        finally:
-            logger.removeHandler(handler)
-            logger.setLevel(saved[0])
-            logger.propagate = saved[1]
 
     def summary(self) -> dict[str, Any]:
         counts: Counter[str] = Counter(r["api_name"] or "?" for r in self.requests)
@@ -517,10 +500,8 @@ class Run:
 
     def abort(self) -> None:
         """After a failure: stop tcpdump (keeping nothing) and close the cluster."""
-        if self.tcpdump is not None and self.tcpdump.proc is not None \
-                and self.tcpdump.proc.poll() is None:
-            self.tcpdump.proc.kill()
-            self.tcpdump.proc.wait()
+        if self.tcpdump is not None:
+            self.tcpdump.kill()
         self.cluster.close()
 
     # topology / injection --------------------------------------------------
@@ -544,27 +525,22 @@ class Run:
         if "api_key" in details:
             entry["api_name"] = api_name(details["api_key"])
         if "error_codes" in details:
-            entry["error_names"] = [ERROR_NAMES.get(e, str(e)) for e in details["error_codes"]]
+            entry["error_names"] = [DEFS.error_name(e) for e in details["error_codes"]]
         if "broker_id" in details and details["broker_id"] >= 0:
             entry["broker_port"] = c.broker_port_by_id[details["broker_id"]]
         self.truth["injected"].append(entry)
 
     # capture ---------------------------------------------------------------
-    def start_capture(self) -> None:
-        self.tcpdump = Tcpdump(CAPTURES / f"{self.name}.pcap", self.cluster.broker_ports)
-        self.tcpdump.start()
-        self.cluster.start_request_tracking()
-        self.truth["capture"].update({
-            "interface": "lo", "bpf_filter": self.tcpdump.bpf,
-            "command": " ".join(self.tcpdump.argv[:-1] + [repr(self.tcpdump.bpf)]),
-            "started_ts_ns": self.tcpdump.started_ts_ns,
-        })
+    def start_capture(self, track_requests: bool = True) -> None:
+        """Start tcpdump on the broker ports, then (``track_requests``) the mock's request
+        tracking."""
+        self.tcpdump = start_tcpdump(self.name, self.cluster.broker_ports, self.truth)
+        if track_requests:
+            self.cluster.start_request_tracking()
 
     def stop_capture(self) -> None:
         assert self.tcpdump is not None
-        stats = self.tcpdump.stop()
-        self.truth["capture"].update({"stopped_ts_ns": self.tcpdump.stopped_ts_ns,
-                                      "tcpdump_stats": stats})
+        stop_tcpdump(self.tcpdump, self.truth)
 
     # records ---------------------------------------------------------------
     def add_produced(self, **fields: Any) -> None:
@@ -658,41 +634,6 @@ class Run:
 
 
 # --------------------------------------------------------------------------- helpers
-
-
-def dump_truth(truth: dict[str, Any]) -> str:
-    """JSON with one top-level key per line and one list element per line (diff-friendly)."""
-
-    def compact(v: Any) -> str:
-        return json.dumps(v, ensure_ascii=False, separators=(", ", ": "))
-
-    lines = ["{"]
-    items = list(truth.items())
-    for i, (key, value) in enumerate(items):
-        comma = "," if i < len(items) - 1 else ""
-        if isinstance(value, list) and value:
-            lines.append(f" {json.dumps(key)}: [")
-            lines += [f"  {compact(v)}," for v in value[:-1]] + [f"  {compact(value[-1])}"]
-            lines.append(f" ]{comma}")
-        elif isinstance(value, dict) and value and any(
-                isinstance(v, list) and len(v) > 3 for v in value.values()):
-            lines.append(f" {json.dumps(key)}: {{")
-            sub = list(value.items())
-            for j, (k2, v2) in enumerate(sub):
-                c2 = "," if j < len(sub) - 1 else ""
-                if isinstance(v2, list) and v2:
-                    lines.append(f"  {json.dumps(k2)}: [")
-                    lines += [f"   {compact(v)}," for v in v2[:-1]] + [f"   {compact(v2[-1])}"]
-                    lines.append(f"  ]{c2}")
-                else:
-                    lines.append(f"  {json.dumps(k2)}: {compact(v2)}{c2}")
-            lines.append(f" }}{comma}")
-        else:
-            lines.append(f" {json.dumps(key)}: {compact(value)}{comma}")
-    lines.append("}")
-    text = "\n".join(lines) + "\n"
-    assert json.loads(text) == json.loads(json.dumps(truth))
-    return text
 
 
 def confluent_version() -> dict[str, str]:
@@ -1326,12 +1267,7 @@ def scenario_librdkafka_midstream() -> Run:
         time.sleep(0.05)
     time.sleep(1.0)
     # The mock's request tracking is already running; do not restart it.
-    run.tcpdump = Tcpdump(CAPTURES / f"{run.name}.pcap", run.cluster.broker_ports)
-    run.tcpdump.start()
-    run.truth["capture"].update({"interface": "lo", "bpf_filter": run.tcpdump.bpf,
-                                 "command": " ".join(run.tcpdump.argv[:-1]
-                                                     + [repr(run.tcpdump.bpf)]),
-                                 "started_ts_ns": run.tcpdump.started_ts_ns})
+    run.start_capture(track_requests=False)
     time.sleep(1.5)
     run.stop_capture()
     stop.set()
@@ -2101,10 +2037,8 @@ class TlsRun:
         _ACTIVE_RUNS.append(self)  # type: ignore[arg-type]
 
     def abort(self) -> None:
-        if self.tcpdump is not None and self.tcpdump.proc is not None \
-                and self.tcpdump.proc.poll() is None:
-            self.tcpdump.proc.kill()
-            self.tcpdump.proc.wait()
+        if self.tcpdump is not None:
+            self.tcpdump.kill()
 
     def finish(self) -> Path:
         path = CAPTURES / f"{self.name}.truth.json"
@@ -2134,12 +2068,7 @@ def scenario_tls_handshake() -> TlsRun:
         hosts.write_text(f"127.0.0.1 localhost\n127.0.0.1 {TLS_SNI}\n")
         server = TlsServer(cert["cert"], cert["key"])
         server.start()
-        run.tcpdump = Tcpdump(CAPTURES / f"{run.name}.pcap", [TLS_PORT])
-        run.tcpdump.start()
-        run.truth["capture"].update({
-            "interface": "lo", "bpf_filter": run.tcpdump.bpf,
-            "command": " ".join(run.tcpdump.argv[:-1] + [repr(run.tcpdump.bpf)]),
-            "started_ts_ns": run.tcpdump.started_ts_ns})
+        run.tcpdump = start_tcpdump(run.name, [TLS_PORT], run.truth)
         clients: list[dict[str, Any]] = []
         # (1) librdkafka in a private mount namespace whose /etc/hosts names TLS_SNI, so
         # librdkafka connects by that name and puts it in the SNI (nothing changes outside).
@@ -2194,10 +2123,8 @@ def scenario_tls_handshake() -> TlsRun:
                                 "correlation_id": 1, "client_id": "ks-tls-python",
                                 "frame_hex": frame.hex()}})
             time.sleep(0.3)
-        stats = run.tcpdump.stop()
+        stop_tcpdump(run.tcpdump, run.truth)
         server.stop()
-    run.truth["capture"].update({"stopped_ts_ns": run.tcpdump.stopped_ts_ns,
-                                 "tcpdump_stats": stats})
     for i, entry in enumerate(server.connections):
         entry["client"] = clients[i]["client"] if i < len(clients) else None
     run.truth["tls_connections"] = server.connections

@@ -160,6 +160,7 @@ def test_produced_partitions_appear_in_produce_requests(pcap):
 def test_throttle_and_latency_fields(pcap):
     """Paired exchanges have a non-negative latency; the mock never throttles."""
     d = decode_capture(pcap)
+    assert any(ex.status == "paired" for ex in d.exchanges)
     for ex in d.exchanges:
         if ex.status == "paired":
             assert ex.latency_ns is not None and ex.latency_ns >= 0
