@@ -20,6 +20,7 @@ from __future__ import annotations
 import struct
 from typing import Callable
 
+from kafkasniff.errors import DefinitionError
 from kafkasniff.protocol.primitives import RawRecords, read_uvarint, uuid_to_str
 from kafkasniff.protocol.schema import FIXED_SIZES, STRUCT_CODES, FieldPlan, StructPlan
 
@@ -44,11 +45,6 @@ class _Gen:
     def fresh(self, prefix: str) -> str:
         self.counter += 1
         return f"{prefix}{self.counter}"
-
-    def const(self, value: object, prefix: str) -> str:
-        name = self.fresh(prefix)
-        self.consts[name] = value
-        return name
 
     def unpacker(self, fmt: str) -> str:
         key = "_S_" + "".join(c if c.isalnum() else "_" for c in fmt)
@@ -138,17 +134,21 @@ def _emit_value(g: _Gen, out: list[str], ind: str, f: FieldPlan, target: str,
             out.append(f"{ind}{target}, pos = {fn}(buf, pos)")
         return
     if kind == "array":
+        items = f.items
+        # a count the bytes left cannot hold fails before any allocation: fixed-size items
+        # need their size each, any other item at least one byte
+        size = FIXED_SIZES.get(items, 1)
         n = _emit_length_or_null(g, out, ind, f, target, "i", nullable)
-        out.append(f"{ind}elif {n} > L - pos:")
+        bound = f"{n} * {size}" if size > 1 else n
+        out.append(f"{ind}elif {bound} > L - pos:")
         out.append(f"{ind}    raise _Fail({f.key!r})")
         out.append(f"{ind}else:")
-        items = f.items
         ind2 = ind + "    "
         if items in FIXED_SIZES:
             code = STRUCT_CODES[items]
-            size = FIXED_SIZES[items]
-            if items == "uuid":
-                out.append(f"{ind2}{target} = [_uuid(x) for x in _unpack('>' + '16s' * {n}, buf, pos)]")
+            if items == "uuid":  # slices, not a '16s' * n format (n struct codes in memory)
+                out.append(f"{ind2}{target} = [_uuid(buf[p:p + 16]) "
+                           f"for p in range(pos, pos + 16 * {n}, 16)]")
             else:
                 out.append(f"{ind2}{target} = list(_unpack('>%d{code}' % {n}, buf, pos))")
             out.append(f"{ind2}pos += {size} * {n}")
@@ -170,7 +170,7 @@ def _emit_value(g: _Gen, out: list[str], ind: str, f: FieldPlan, target: str,
             out.append(f"{ind2}    {lst}.append({x})")
             out.append(f"{ind2}{target} = {lst}")
         return
-    raise StrictDecodeFailure(f"cannot compile field kind {kind}")
+    raise DefinitionError(f"{f.key}: cannot compile field kind {kind}")
 
 
 def _emit_struct(g: _Gen, fname: str, plan: StructPlan) -> list[str]:
@@ -251,6 +251,7 @@ def compile_plan(plan: StructPlan) -> StrictDecoder:
     The returned function raises ``IndexError``, ``struct.error``, ``UnicodeDecodeError``,
     ``ValueError`` or :class:`StrictDecodeFailure` on any departure from the layout; it never
     loops more than the buffer allows (array counts are bounded by the bytes left).
+    Raises DefinitionError (at compile time) for a field kind it does not know.
     """
     g = _Gen()
     top = g.func_for(plan)

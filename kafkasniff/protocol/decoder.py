@@ -17,7 +17,7 @@ from kafkasniff.issues import IssueKind
 from kafkasniff.protocol.codegen import StrictDecodeFailure, compile_plan
 from kafkasniff.protocol.headers import API_VERSIONS
 from kafkasniff.protocol.lenient import BodyIssue, decode_lenient
-from kafkasniff.protocol.schema import Definitions
+from kafkasniff.protocol.schema import ApiInfo, Definitions
 
 _STRICT_ERRORS = (IndexError, struct.error, UnicodeDecodeError, ValueError, StrictDecodeFailure,
                   RecursionError)
@@ -57,6 +57,7 @@ class BodyDecoder:
     def __init__(self, defs: Definitions) -> None:
         self.defs = defs
         self._cache: dict[tuple[int, int, bool], object] = {}
+        self._described: set[tuple[int, int]] = set()  # (api_key, version) with a layout
 
     def strict_decoder(self, api_key: int, version: int, is_response: bool):
         """The compiled strict decoder ``fn(buf, pos) -> (dict, end)`` (cached).
@@ -103,8 +104,7 @@ class BodyDecoder:
         issues: list[BodyIssue] = []
         layout_version = version
         assumed = None
-        if not (info.min_version <= version <= info.max_version) or \
-                self.defs.layout(info.request, version) is None:
+        if (api_key, version) not in self._described and not self._has_layout(info, version):
             layout_version = self.nearest_version(api_key, version)
             assumed = layout_version
             issues.append(BodyIssue(
@@ -121,6 +121,15 @@ class BodyDecoder:
         result.issues[:0] = issues
         result.assumed_version = assumed
         return result
+
+    def _has_layout(self, info: ApiInfo, version: int) -> bool:
+        """Whether the definitions describe ``version`` of ``info`` (remembered when they do,
+        so a frame of a known version does not search the layouts again)."""
+        if info.min_version <= version <= info.max_version and \
+                self.defs.layout(info.request, version) is not None:
+            self._described.add((info.api_key, version))
+            return True
+        return False
 
     def _api_versions_fallback(self, version: int, payload: bytes, offset: int) -> BodyResult:
         """KIP-511: a broker answers an ApiVersions version it does not support with

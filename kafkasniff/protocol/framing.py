@@ -14,6 +14,7 @@ Synchronisation:
 - ``HUNTING``: after a gap or lost sync, scan byte by byte for an offset the validator accepts
   (a plausible request header on the client side, a response whose correlation_id matches a
   pending request on the broker side). Skipped bytes are counted and reported (``resync``).
+- ``SKIPPING``: dropping the captured rest of a frame a gap damaged; then ``SYNCED`` again.
 
 A gap entirely inside a frame whose size is known does not lose sync: the frame is emitted
 with ``missing_bytes > 0`` (its payload holds the bytes before the gap) and framing resumes at
@@ -169,7 +170,7 @@ class Framer:
         else:
             self.buf += data
             self.marks.append((offset + len(data), ts_ns))
-        self._drain(out, ts_ns)
+        self._drain(out)
         return out
 
     def _ts_at(self, offset: int) -> int:
@@ -188,7 +189,7 @@ class Framer:
         if i:
             del marks[:i]
 
-    def _drain(self, out: list, ts_ns: int) -> None:
+    def _drain(self, out: list) -> None:
         buf = self.buf
         while True:
             if self.state == HUNTING or self.state == TENTATIVE:
@@ -199,9 +200,9 @@ class Framer:
                 return
             size = _size_at(buf, 0)[0]
             if size < self.min_frame_bytes or size > self.max_frame_bytes:
-                kind = IssueKind.FRAME_TOO_LARGE if size > self.max_frame_bytes else IssueKind.RESYNC
-                if size > self.max_frame_bytes:
-                    out.append(FramerIssue(kind, f"frame size {size} exceeds the maximum "
+                if size > self.max_frame_bytes:  # a too-small size shows in the resync issue
+                    out.append(FramerIssue(IssueKind.FRAME_TOO_LARGE,
+                                           f"frame size {size} exceeds the maximum "
                                            f"{self.max_frame_bytes}: sync lost", self.base, 0,
                                            self._ts_at(self.base)))
                 self.state = HUNTING
@@ -335,7 +336,7 @@ class Framer:
         if self.closed:
             return out
         self.closed = True
-        if self.state in (SYNCED,) and self.buf:
+        if self.state == SYNCED and self.buf:
             if len(self.buf) >= 4:
                 size = _size_at(self.buf, 0)[0]
                 missing = 4 + size - len(self.buf)

@@ -101,7 +101,10 @@ def load_spec(path: Path) -> dict:
 
 
 def parse_versions(spec: str | None, *, where: str) -> VersionRange | None:
-    """Kafka version-range syntax -> ``[lo, hi|None]`` or ``None`` for ``"none"``/absent."""
+    """Kafka version-range syntax -> ``[lo, hi|None]`` or ``None`` for ``"none"``/absent.
+
+    Raises DefinitionError (naming ``where``) for anything else.
+    """
     if spec is None:
         return None
     s = str(spec).strip()
@@ -234,7 +237,12 @@ def _subtract(a: VersionRange, b: VersionRange | None) -> list[VersionRange]:
 
 
 def normalize_message(newest: dict, dropped: dict | None, *, where: str) -> dict:
-    """One normalized definition from the newest spec and, optionally, an older one."""
+    """One normalized definition (the layout in the module docstring) from the newest spec
+    and, optionally, an older one whose versions the newest lacks (KIP-896 dropped versions).
+
+    Raises DefinitionError for a missing name/type/validVersions, a bad version range, an
+    unknown or twice-defined struct, or an open-ended ``validVersions`` in the older spec.
+    """
     for key in ("name", "type", "validVersions"):
         if key not in newest:
             raise DefinitionError(f"{where}: missing {key!r}")
@@ -314,24 +322,27 @@ def generate(specs_dir: Path, out_dir: Path, *, dropped_dir: Path | None = None,
     others: list[dict] = []
     for path in spec_paths:
         spec = load_spec(path)
-        if "name" not in spec or "type" not in spec:
+        if not isinstance(spec, dict) or "name" not in spec or "type" not in spec:
             raise DefinitionError(f"{path}: not a Kafka message spec (no name/type)")
         dropped = None
         if dropped_dir is not None and (Path(dropped_dir) / path.name).is_file():
             dropped = load_spec(Path(dropped_dir) / path.name)
-        norm = normalize_message(spec, dropped, where=path.name)
+        try:
+            norm = normalize_message(spec, dropped, where=path.name)
+        except (LookupError, TypeError, AttributeError) as exc:
+            # a missing key or a value of the wrong JSON type somewhere in the spec
+            raise DefinitionError(f"{path}: malformed Kafka spec: {exc!r}") from exc
         target = out_dir / f"{norm['name']}.json"
         target.write_text(_dump(norm), encoding="utf-8")
         written.append(target)
-        entry = {"name": norm["name"], "type": norm["type"], "file": target.name,
-                 "valid_versions": norm["valid_versions"]}
         if norm["type"] in ("request", "response"):
-            key = norm["api_key"]
+            key = norm.get("api_key")
+            if key is None:
+                raise DefinitionError(f"{path}: {norm['type']} spec without apiKey")
             api = apis.setdefault(key, {"api_key": key})
             api[norm["type"]] = norm["name"]
             if norm["type"] == "request":
-                api["name"] = norm["name"][: -len("Request")] if norm["name"].endswith("Request") \
-                    else norm["name"]
+                api["name"] = norm["name"].removesuffix("Request")
                 api["valid_versions"] = norm["valid_versions"]
                 api["flexible_versions"] = norm["layouts"][0]["flexible_versions"] \
                     if norm["layouts"] else None
@@ -339,7 +350,8 @@ def generate(specs_dir: Path, out_dir: Path, *, dropped_dir: Path | None = None,
                 if norm.get("latest_version_unstable"):
                     api["latest_version_unstable"] = True
         else:
-            others.append(entry)
+            others.append({"name": norm["name"], "type": norm["type"], "file": target.name,
+                           "valid_versions": norm["valid_versions"]})
     for key, api in apis.items():
         if "request" not in api or "response" not in api:
             raise DefinitionError(f"api_key {key}: request and response specs must both exist")
@@ -352,9 +364,14 @@ def generate(specs_dir: Path, out_dir: Path, *, dropped_dir: Path | None = None,
     (out_dir / "index.json").write_text(_dump(index), encoding="utf-8")
     written.append(out_dir / "index.json")
     if errors_file is not None:
-        errors = json.loads(Path(errors_file).read_text(encoding="utf-8"))
-        table = [{"code": int(e["code"]), "name": e["name"], "retriable": bool(e.get("retriable"))}
-                 for e in sorted(errors, key=lambda e: int(e["code"]))]
+        try:
+            errors = json.loads(Path(errors_file).read_text(encoding="utf-8"))
+            table = [{"code": int(e["code"]), "name": e["name"],
+                      "retriable": bool(e.get("retriable"))}
+                     for e in sorted(errors, key=lambda e: int(e["code"]))]
+        except (OSError, ValueError, LookupError, TypeError, AttributeError) as exc:
+            raise DefinitionError(f"{errors_file}: cannot read the error-code table: {exc!r}") \
+                from exc
         (out_dir / "errors.json").write_text(_dump({"generated": GENERATED_NOTE, "errors": table}),
                                              encoding="utf-8")
         written.append(out_dir / "errors.json")

@@ -50,7 +50,8 @@ class RequestHeader:
 
 
 def request_header_version(defs: Definitions, api_key: int, api_version: int) -> int:
-    """Header version a request of ``(api_key, api_version)`` uses (1 for unknown keys)."""
+    """Header version a request of ``(api_key, api_version)`` uses: 0 for ControlledShutdown v0,
+    2 for flexible versions (KIP-482), else 1 (also for unknown keys)."""
     if api_key == CONTROLLED_SHUTDOWN and api_version == 0:
         return 0
     info = defs.apis.get(api_key)
@@ -60,7 +61,8 @@ def request_header_version(defs: Definitions, api_key: int, api_version: int) ->
 
 
 def response_header_version(defs: Definitions, api_key: int, api_version: int) -> int:
-    """Header version a response to ``(api_key, api_version)`` uses (ApiVersions: always 0)."""
+    """Header version a response to ``(api_key, api_version)`` uses: 1 for flexible versions
+    (KIP-482), else 0; ApiVersions responses always 0 (KIP-511)."""
     if api_key == API_VERSIONS:
         return 0
     info = defs.apis.get(api_key)
@@ -143,7 +145,10 @@ def decode_response_header(payload: bytes, header_version: int) -> tuple[int, in
 
 
 def peek_request_ids(payload: bytes) -> tuple[int, int, int]:
-    """``(api_key, api_version, correlation_id)`` of a request payload of at least 8 bytes."""
+    """``(api_key, api_version, correlation_id)`` of a request payload (signed ints).
+
+    Raises ``struct.error`` when the payload is shorter than 8 bytes.
+    """
     return _REQ_FIXED.unpack_from(payload, 0)
 
 

@@ -9,10 +9,6 @@ from __future__ import annotations
 import base64
 
 
-class Truncated(Exception):
-    """Internal: a read ran past the end of the buffer (turned into DecodeError by callers)."""
-
-
 def read_uvarint(buf: bytes, pos: int) -> tuple[int, int]:
     """Read an unsigned varint (at most 5 bytes for 32-bit values, accepted up to 10).
 

@@ -110,29 +110,12 @@ class StructPlan:
     tagged: dict[int, FieldPlan]
     flexible: bool
 
-    def min_size(self) -> int:
-        """Smallest possible encoded size in bytes (used to bound array counts)."""
-        size = 1 if self.flexible else 0
-        for f in self.fields:
-            size += field_min_size(f)
-        return size
-
-
-def field_min_size(f: FieldPlan) -> int:
-    """Smallest encoded size of a field value."""
-    if f.kind in FIXED_SIZES:
-        return FIXED_SIZES[f.kind]
-    if f.kind in ("string",):
-        return 1 if f.compact else 2
-    if f.kind in ("bytes", "records", "array"):
-        return 1 if f.compact else 4
-    if f.kind == "struct":
-        return 1 if f.nullable else f.struct.min_size()
-    raise DefinitionError(f"unknown kind {f.kind}")
-
 
 def default_directory() -> Path:
-    """The definitions directory to use when none is given (see module docstring)."""
+    """The definitions directory to use when none is given (see module docstring).
+
+    Raises DefinitionError when no directory holding an ``index.json`` is found.
+    """
     env = os.environ.get("KAFKASNIFF_DISSECTORS")
     if env:
         return Path(env)
@@ -166,18 +149,24 @@ class Definitions:
         except (OSError, ValueError) as exc:
             raise DefinitionError(f"{index_path}: cannot read definitions index: {exc}") from exc
         self.apis: dict[int, ApiInfo] = {}
-        for a in index["apis"]:
-            vv = a["valid_versions"] or [0, -1]
-            fv = a.get("flexible_versions")
-            self.apis[a["api_key"]] = ApiInfo(
-                api_key=a["api_key"], name=a["name"], min_version=vv[0], max_version=vv[1],
-                flexible_from=fv[0] if fv else None, request=a["request"],
-                response=a["response"], listeners=tuple(a.get("listeners", ())))
+        try:
+            for a in index["apis"]:
+                vv = a["valid_versions"] or [0, -1]
+                fv = a.get("flexible_versions")
+                self.apis[a["api_key"]] = ApiInfo(
+                    api_key=a["api_key"], name=a["name"], min_version=vv[0], max_version=vv[1],
+                    flexible_from=fv[0] if fv else None, request=a["request"],
+                    response=a["response"], listeners=tuple(a.get("listeners", ())))
+        except (LookupError, TypeError, AttributeError) as exc:
+            raise DefinitionError(f"{index_path}: malformed definitions index: {exc!r}") from exc
         self.errors: dict[int, ErrorInfo] = {}
         errors_path = self.directory / "errors.json"
         if errors_path.is_file():
-            for e in json.loads(errors_path.read_text(encoding="utf-8"))["errors"]:
-                self.errors[e["code"]] = ErrorInfo(e["code"], e["name"], e["retriable"])
+            try:
+                for e in json.loads(errors_path.read_text(encoding="utf-8"))["errors"]:
+                    self.errors[e["code"]] = ErrorInfo(e["code"], e["name"], e["retriable"])
+            except (OSError, ValueError, LookupError, TypeError) as exc:
+                raise DefinitionError(f"{errors_path}: cannot read error codes: {exc!r}") from exc
         self._messages: dict[str, dict] = {}
         self._plans: dict[tuple[str, str, int], StructPlan] = {}
 
@@ -268,5 +257,8 @@ class Definitions:
 
 @lru_cache(maxsize=4)
 def load_definitions(directory: str | None = None) -> Definitions:
-    """Shared, cached :class:`Definitions` for a directory (``None``: the default one)."""
+    """Shared, cached :class:`Definitions` for a directory (``None``: the default one).
+
+    Raises DefinitionError as :class:`Definitions` does.
+    """
     return Definitions(directory)

@@ -8,8 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kafkasniff.protocol.detect import (looks_like_request_stream, request_validator,
-                                        response_validator)
+from kafkasniff.protocol.detect import (FUTURE_VERSION_SLACK, HUNT_MAX_REQUEST_BYTES,
+                                        MAX_CLIENT_ID, looks_like_request_stream,
+                                        request_validator, response_validator)
 from kafkasniff.protocol.framing import ACCEPT, NEED_MORE, REJECT
 from kafkasniff.protocol.schema import load_definitions
 
@@ -189,8 +190,12 @@ def test_random_bytes_accepted_only_when_the_header_is_plausible(data, tentative
         key = int.from_bytes(data[4:6], "big", signed=True)
         version = int.from_bytes(data[6:8], "big", signed=True)
         corr = int.from_bytes(data[8:12], "big", signed=True)
-        assert size >= 8 and key in DEFS.apis and 0 <= version and corr >= 0
-        assert version <= DEFS.apis[key].max_version + 8
+        assert 8 <= size <= HUNT_MAX_REQUEST_BYTES and key in DEFS.apis and corr >= 0
+        assert 0 <= version <= DEFS.apis[key].max_version + FUTURE_VERSION_SLACK
+        if (key, version) != (7, 0):  # header v1/v2: a null or short printable client_id
+            n = int.from_bytes(data[12:14], "big", signed=True)
+            assert n == -1 or (0 <= n <= MAX_CLIENT_ID and n <= size - 10 and all(
+                0x20 <= b != 0x7F for b in data[14:14 + n]))
 
 
 # --------------------------------------------------------------------------- responses

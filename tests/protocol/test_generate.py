@@ -316,6 +316,15 @@ def test_cli_main(tiny, capsys):
     ("TagAlone.json", '{"name": "TagAloneRequest", "type": "request", "apiKey": 91, '
                       '"validVersions": "0", "flexibleVersions": "0+", "fields": '
                       '[{"name": "X", "type": "int8", "versions": "0+", "tag": 0}]}'),
+    ("NoApiKey.json", '{"name": "NoApiKeyRequest", "type": "request", "validVersions": "0", '
+                      '"fields": []}'),
+    ("StructNoFields.json", '{"name": "StructNoFieldsRequest", "type": "request", '
+                            '"apiKey": 91, "validVersions": "0", "fields": [], '
+                            '"commonStructs": [{"name": "S"}]}'),
+    ("TypeNotText.json", '{"name": "TypeNotTextRequest", "type": "request", "apiKey": 91, '
+                         '"validVersions": "0", "fields": [{"name": "X", "type": 5, '
+                         '"versions": "0+"}]}'),
+    ("NotAnObject.json", '[1, 2]'),
 ])
 def test_malformed_spec_raises_with_the_file_name(tmp_path, name, text):
     specs = tmp_path / "messages"
@@ -324,6 +333,13 @@ def test_malformed_spec_raises_with_the_file_name(tmp_path, name, text):
     with pytest.raises(DefinitionError) as ei:
         generate(specs, tmp_path / "out")
     assert name in str(ei.value)
+
+
+def test_malformed_error_table_raises(tiny):
+    specs, dropped, out = tiny
+    (specs.parent / "errors.json").write_text('[{"name": "NO_CODE"}]', encoding="utf-8")
+    with pytest.raises(DefinitionError, match="errors.json"):
+        generate(specs, out)
 
 
 def test_missing_or_empty_spec_dir_raises(tmp_path):
@@ -339,3 +355,10 @@ def test_request_without_response_raises(tiny):
     os.remove(specs / "TinyResponse.json")
     with pytest.raises(DefinitionError, match="90"):
         generate(specs, out)
+
+
+@pytest.mark.parametrize("index", ['{"apis": [{"name": "X"}]}', '{"other": []}', '[]'])
+def test_malformed_definitions_index_raises(tmp_path, index):
+    (tmp_path / "index.json").write_text(index, encoding="utf-8")
+    with pytest.raises(DefinitionError, match="index.json"):
+        Definitions(tmp_path)
