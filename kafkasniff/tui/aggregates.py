@@ -130,6 +130,7 @@ class Snapshot:
 
     @property
     def span_s(self) -> float:
+        """Capture time covered, first to last exchange (seconds, >= 0)."""
         return max(0.0, (self.last_ts_ns - self.first_ts_ns) / 1e9)
 
 
@@ -256,7 +257,9 @@ class Aggregates:
         if lat is not None and lat < 0:
             lat = 0
         self.timeline.add(ts, bool(ex.errors), lat)
-        name = ex.api_name if ex.api_key >= 0 or ex.api_key == -2 else "Unknown"
+        # the key of the exchange's row in self.agg.apis (the Overview's API table finds the
+        # histogram of the row under its cursor by that key)
+        name = ex.api_name if ex.api_key >= 0 else "Unknown"
         if lat is not None:
             h = self.hist.get(name)
             if h is None:

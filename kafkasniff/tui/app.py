@@ -14,6 +14,7 @@ import os
 import threading
 import time
 from array import array
+from dataclasses import replace
 from itertools import chain
 
 from rich.text import Text
@@ -25,7 +26,8 @@ from textual.message import Message
 from textual.widgets import (Footer, Input, Label, Sparkline, Static, TabbedContent,
                              TabPane)
 
-from kafkasniff.tui.aggregates import HIST_EDGES_NS, Snapshot
+from kafkasniff.tui.aggregates import HIST_EDGES_NS, ClientRow, Snapshot
+from kafkasniff.tui.detail import Detail
 from kafkasniff.tui.models import (CLIENT_COLUMNS, CLIENT_SORT, CONN_COLUMNS, CONN_SORT,
                                    EXCHANGE_COLUMNS, ISSUE_COLUMNS, STAT_SORT, TOPIC_COLUMNS,
                                    TOPIC_SORT, ExchangeModel, IssueModel, RowsModel,
@@ -33,7 +35,7 @@ from kafkasniff.tui.models import (CLIENT_COLUMNS, CLIENT_SORT, CONN_COLUMNS, CO
                                    fmt_rate, stat_cells, stat_columns, topic_cells)
 from kafkasniff.tui.screens import ChoiceScreen, DetailScreen, FilterScreen, HelpScreen, SaveScreen
 from kafkasniff.tui.source import DataSource, Progress
-from kafkasniff.tui.store import SORT_KEYS, Filter, SummaryStore, with_filter
+from kafkasniff.tui.store import SORT_KEYS, Filter, RowInfo, SummaryStore
 from kafkasniff.tui.widgets import VirtualTable
 
 #: GIL switch interval while the app runs (seconds; CPython's default is 0.005).
@@ -64,6 +66,43 @@ def bar(fraction: float | None, width: int = 20) -> str:
         return "▕" + "░" * width + "▏"
     k = int(round(fraction * width))
     return "▕" + "█" * k + "░" * (width - k) + "▏"
+
+
+# ----------------------------------------------------------------------------- snapshot tables
+
+def _row_key(row):
+    """What identifies a snapshot row from one snapshot to the next (the API, broker,
+    client_id, connection id or topic)."""
+    return row.stats.key if type(row) is ClientRow else row[0]
+
+
+def set_rows(table: VirtualTable, rows, cells, sort_keys: dict) -> None:
+    """Show snapshot ``rows`` in ``table`` (a :class:`RowsModel` sorted as the table is),
+    keeping the cursor on the row it was on."""
+    model = RowsModel(rows, cells, sort_keys)
+    model.sort(table.sort_key, table.sort_reverse)
+    old = table.model
+    key = None
+    if isinstance(old, RowsModel) and 0 <= table.cursor < len(old):
+        key = _row_key(old.rows[table.cursor])
+    table.set_model(model)
+    if key is not None:
+        for i, r in enumerate(model.rows):
+            if _row_key(r) == key:
+                table.set_reactive(VirtualTable.cursor, i)
+                break
+
+
+def sort_on_header(event: VirtualTable.HeaderClicked, ascending_first: tuple = ()) -> None:
+    """Sort a snapshot table by the clicked column: descending first (ascending for the
+    columns of ``ascending_first``), the same column again reverses."""
+    t = event.table
+    t.sort_reverse = not t.sort_reverse if t.sort_key == event.key else \
+        event.key not in ascending_first
+    t.sort_key = event.key
+    if isinstance(t.model, RowsModel):
+        t.model.sort(t.sort_key, t.sort_reverse)
+        t.rows_changed()
 
 
 # ------------------------------------------------------------------------------------ overview
@@ -123,6 +162,7 @@ class OverviewPane(VerticalScroll):
         self._hist_api: str | None = None
 
     def update(self, snap: Snapshot) -> None:
+        """Show a new snapshot (totals, sparklines, tables, issues, histogram)."""
         self.snapshot = snap
         t = snap.total
         if t is None:
@@ -158,11 +198,11 @@ class OverviewPane(VerticalScroll):
             self.query_one("#sp-p99-label", Label).update(
                 f"p99 latency per {width:g} s  (max {max(p99):,.1f} ms)")
         apis = self.query_one("#ov-apis", VirtualTable)
-        self._set_rows(apis, snap.apis)
+        set_rows(apis, snap.apis, stat_cells, STAT_SORT)
         apis.styles.height = min(len(snap.apis) + 1, 16) if snap.apis else 2
-        self._set_rows(self.query_one("#ov-brokers", VirtualTable), snap.brokers)
-        self._set_rows(self.query_one("#ov-clients", VirtualTable),
-                       [c.stats for c in snap.clients])
+        set_rows(self.query_one("#ov-brokers", VirtualTable), snap.brokers, stat_cells, STAT_SORT)
+        set_rows(self.query_one("#ov-clients", VirtualTable), [c.stats for c in snap.clients],
+                 stat_cells, STAT_SORT)
         itext = Text()
         for kind, n in snap.issues:
             itext.append(f"{n:>8,}  ", style="bold")
@@ -172,21 +212,8 @@ class OverviewPane(VerticalScroll):
         self.query_one("#ov-issues", Static).update(itext)
         self._draw_hist()
 
-    def _set_rows(self, table: VirtualTable, rows) -> None:
-        model = RowsModel(rows, stat_cells, STAT_SORT)
-        model.sort(table.sort_key, table.sort_reverse)
-        key = None
-        old = table.model
-        if isinstance(old, RowsModel) and 0 <= table.cursor < len(old):
-            key = old.rows[table.cursor].key
-        table.set_model(model)
-        if key is not None:
-            for i, r in enumerate(model.rows):
-                if r.key == key:
-                    table.set_reactive(VirtualTable.cursor, i)
-                    break
-
     def selected_api(self) -> str | None:
+        """The API name under the cursor of the APIs table (``None``: empty table)."""
         t = self.query_one("#ov-apis", VirtualTable)
         if isinstance(t.model, RowsModel) and 0 <= t.cursor < len(t.model):
             return t.model.rows[t.cursor].key
@@ -198,12 +225,7 @@ class OverviewPane(VerticalScroll):
 
     @on(VirtualTable.HeaderClicked)
     def _sort(self, event: VirtualTable.HeaderClicked) -> None:
-        t = event.table
-        t.sort_reverse = not t.sort_reverse if t.sort_key == event.key else event.key != "key"
-        t.sort_key = event.key
-        if isinstance(t.model, RowsModel):
-            t.model.sort(t.sort_key, t.sort_reverse)
-            t.rows_changed()
+        sort_on_header(event, ascending_first=("key",))
 
     def _draw_hist(self) -> None:
         from textual_plotext import PlotextPlot
@@ -316,6 +338,7 @@ class ExchangesPane(Vertical):
         self.update_bar()
 
     def update_bar(self) -> None:
+        """Redraw the line above the table (counts, filter, sort, search, follow, busy)."""
         total = len(self.store)
         shown = len(self.view)
         parts = [f"{shown:,} of {total:,} exchanges" if self.filter.active else
@@ -333,18 +356,20 @@ class ExchangesPane(Vertical):
         self.query_one("#ex-bar", Static).update("  │  ".join(parts))
 
     def current_row(self) -> int | None:
+        """The store row under the cursor (``None``: empty view)."""
         c = self.table.cursor
         return self.view[c] if 0 <= c < len(self.view) else None
 
     def set_filter(self, f: Filter, keep_row: int | None = None) -> None:
+        """Show the rows passing ``f`` (computed in a thread); the cursor stays on store row
+        ``keep_row`` (default: the current row) when it passes."""
         self.filter = f
         self.compiled = self.store.compile(f)
         self._recompute(keep_row if keep_row is not None else self.current_row())
 
     def _recompute(self, keep_row: int | None) -> None:
         """Filter and sort the whole store again (in a thread)."""
-        self._set_busy("sorting…" if self.filter == getattr(self, "_last_filter", None)
-                       else "filtering…")
+        self._set_busy("sorting…" if self.filter == self._last_filter else "filtering…")
         self._last_filter = self.filter
         self._recompute_worker(keep_row)
 
@@ -368,12 +393,11 @@ class ExchangesPane(Vertical):
     def _install(self, view: array, n: int, compiled, keep_row: int | None) -> None:
         if compiled is not self.compiled:
             return  # a newer filter is being computed
-        if n < len(self.store):
+        late = n < len(self.store)        # rows arrived while computing: appended unsorted
+        if late:
             view.extend(self.store.filter_rows(compiled, n, len(self.store)))
-            if self.sort_key is not None:
-                self._sort_dirty = True
         self.view = view
-        self._sort_dirty = False if n == len(self.store) else self._sort_dirty
+        self._sort_dirty = late and self.sort_key is not None
         self._busy = ""
         cursor = 0
         if keep_row is not None:
@@ -396,6 +420,7 @@ class ExchangesPane(Vertical):
             self._recompute(self.current_row())
 
     def sort_by(self, key: str, reverse: bool) -> None:
+        """Sort the view by one of :data:`~kafkasniff.tui.store.SORT_KEYS` (in a thread)."""
         self.sort_key, self.sort_reverse = key, reverse
         self.table.sort_key, self.table.sort_reverse = key, reverse
         self._recompute(self.current_row())
@@ -411,26 +436,26 @@ class ExchangesPane(Vertical):
         self.app.push_screen(FilterScreen(self.filter, apis), done)
 
     def action_toggle_errors(self) -> None:
-        self.set_filter(with_filter(self.filter, errors_only=not self.filter.errors_only))
+        self.set_filter(replace(self.filter, errors_only=not self.filter.errors_only))
 
     def action_toggle_issues(self) -> None:
-        self.set_filter(with_filter(self.filter, issues_only=not self.filter.issues_only))
+        self.set_filter(replace(self.filter, issues_only=not self.filter.issues_only))
 
     def action_filter_api(self) -> None:
         row = self.current_row()
         if self.filter.apis:
-            self.set_filter(with_filter(self.filter, apis=()), keep_row=row)
+            self.set_filter(replace(self.filter, apis=()), keep_row=row)
         elif row is not None:
             info = self.store.row(row)
-            self.set_filter(with_filter(self.filter, apis=(info.api_name,)), keep_row=row)
+            self.set_filter(replace(self.filter, apis=(info.api_name,)), keep_row=row)
 
     def action_clear_filter(self) -> None:
         self.set_filter(Filter())
 
     def action_choose_sort(self) -> None:
         labels = {c.key: c.label for c in EXCHANGE_COLUMNS}
-        opts = [(k, labels.get(k, k)) for k in SORT_KEYS if k in labels or k == "resp_bytes"]
-        opts = [(k, labels.get(k, "Response bytes")) for k, _ in opts]
+        opts = [(k, labels.get(k, "Response bytes")) for k in SORT_KEYS
+                if k in labels or k == "resp_bytes"]
         opts.append(("", "(capture order)"))
 
         def done(key: str | None) -> None:
@@ -599,30 +624,14 @@ class TablePane(Vertical):
         return self.query_one(VirtualTable)
 
     def update(self, rows, count_text: str = "") -> None:
-        t = self.table
-        model = RowsModel(rows, self.cells, self.sort_keys)
-        model.sort(t.sort_key, t.sort_reverse)
-        old = t.model
-        key = None
-        if isinstance(old, RowsModel) and 0 <= t.cursor < len(old):
-            key = old.rows[t.cursor][0]
-        t.set_model(model)
-        if key is not None:
-            for i, r in enumerate(model.rows):
-                if r[0] == key:
-                    t.set_reactive(VirtualTable.cursor, i)
-                    break
+        """Show snapshot ``rows``; ``count_text`` goes before the hint."""
+        set_rows(self.table, rows, self.cells, self.sort_keys)
         self.query_one(".hint", Static).update(f"{count_text}  {self.hint}" if count_text
                                                else self.hint)
 
     @on(VirtualTable.HeaderClicked)
     def _sort(self, event: VirtualTable.HeaderClicked) -> None:
-        t = event.table
-        t.sort_reverse = not t.sort_reverse if t.sort_key == event.key else True
-        t.sort_key = event.key
-        if isinstance(t.model, RowsModel):
-            t.model.sort(t.sort_key, t.sort_reverse)
-            t.rows_changed()
+        sort_on_header(event)
 
     @on(VirtualTable.Selected)
     def _selected(self, event: VirtualTable.Selected) -> None:
@@ -833,6 +842,7 @@ class KafkaSniffApp(App):
         self.source.stop()
 
     def exchanges_pane(self) -> ExchangesPane:
+        """The Exchanges view."""
         return self.query_one("#exchanges-pane", ExchangesPane)
 
     # -------------------------------------------------------------- data
@@ -914,7 +924,7 @@ class KafkaSniffApp(App):
 
     # -------------------------------------------------------------- actions
     def action_show(self, tab: str) -> None:
-        if isinstance(self.screen, (DetailScreen,)) or len(self.screen_stack) > 1:
+        if len(self.screen_stack) > 1:        # a detail, help or dialog screen is open
             return
         self.query_one(TabbedContent).active = tab
         self._refresh_active()
@@ -927,12 +937,14 @@ class KafkaSniffApp(App):
             ("Other views", HELP_OTHER)]))
 
     def jump_to_exchanges(self, f: Filter) -> None:
+        """Show the Exchanges view filtered by ``f``."""
         pane = self.exchanges_pane()
         self.query_one(TabbedContent).active = "exchanges"
         pane.set_filter(f, keep_row=None)
         self._focus_tab("exchanges")
 
     def open_from_table(self, kind: str, row) -> None:
+        """Enter on a snapshot row (``kind``: connections, clients, topics): its exchanges."""
         if kind == "connections":
             self.jump_to_exchanges(Filter(client="=" + row.client, broker="=" + row.broker))
         elif kind == "clients":
@@ -942,6 +954,7 @@ class KafkaSniffApp(App):
             self.jump_to_exchanges(Filter(topic="=" + row.topic))
 
     def goto_exchange(self, row: int) -> None:
+        """Show the Exchanges view with the cursor on store row ``row``."""
         pane = self.exchanges_pane()
         self.query_one(TabbedContent).active = "exchanges"
         self._focus_tab("exchanges")
@@ -1002,14 +1015,23 @@ class KafkaSniffApp(App):
         self.last_saved = path
         self.call_from_thread(self.notify, f"saved {n:,} exchanges to {path}", timeout=6)
 
-    def copy_row_json(self, row: int) -> None:
-        self._copy_row(row)
+    def decode_row(self, info: RowInfo) -> Detail:
+        """The full decode of one exchange by the data source (blocking: call it from a
+        worker thread). Never raises: a failure is a :class:`Detail` without exchange whose
+        note says why, so that a frame the decoders choke on cannot take the app down."""
+        try:
+            return self.source.detail(info, self.store.row_issues(info.row))
+        except Exception as exc:  # noqa: BLE001 - shown, the app goes on
+            return Detail(None, {}, f"decoding failed: {type(exc).__name__}: {exc}")
 
     @work(thread=True, group="copy")
-    def _copy_row(self, row: int) -> None:
-        d = self.source.detail(self.store.row(row), self.store.row_issues(row))
+    def copy_row_json(self, row: int) -> None:
+        """Decode store row ``row`` (in a thread) and copy its JSON
+        (:meth:`copy_exchange_json`)."""
+        d = self.decode_row(self.store.row(row))
         if d.exchange is None:
-            self.call_from_thread(self.notify, f"exchange #{row} could not be decoded",
+            why = f": {d.note}" if d.note else ""
+            self.call_from_thread(self.notify, f"exchange #{row} could not be decoded{why}",
                                   severity="error")
             return
         self.call_from_thread(self.copy_exchange_json, d.exchange, row)

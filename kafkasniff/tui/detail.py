@@ -121,6 +121,7 @@ class _Side:
         self.located: tuple = ()
         self.spans: dict[str, tuple[int, int]] = {}
         self.masked: list[tuple[int, int]] = []
+        self.stopped: int | None = None   # where the span walker stopped (payload offset)
 
 
 def _body_spans(side: _Side, prefix: str, plan, payload: bytes, body_offset: int) -> int:
@@ -159,6 +160,38 @@ def _secret_masks(side: _Side, prefix: str, api_key: int, size: int,
         side.masked.append((start, size))
 
 
+def _decode_body(ctx: PairingContext, s: _Side, side: str, api_key: int, version: int,
+                 payload: bytes, request_body: dict | None, mech: str | None) -> None:
+    """Decode the body at ``s.body_offset`` of ``payload`` (frame without its size prefix)
+    as the pipeline does, then its field and record batch spans (``s.stopped``: where the
+    span walker stopped; ``None`` when the body could not be decoded and is kept raw)."""
+    is_response = side == "response"
+    result = ctx.decoder.decode(api_key, version, is_response, payload, s.body_offset)
+    s.complete = result.complete
+    if result.value is None:
+        s.raw_body = bytes(payload[s.body_offset:])
+        return
+    _, _, s.located = ctx.postprocess(api_key, result.layout_version, is_response,
+                                      result.value, request_body, mechanism=mech)
+    s.body = result.value
+    info = ctx.defs.apis.get(api_key)
+    plan = ctx.defs.plan(info.response if is_response else info.request, result.layout_version)
+    s.stopped = _body_spans(s, side, plan, payload, s.body_offset)
+    _record_spans(s, side)
+
+
+def _hide_secrets(ctx: PairingContext, s: _Side, side: str, api_key: int, size: int) -> None:
+    """Unless ``show_secrets``: an undecoded secret-bearing body (headers that cannot be
+    decoded included) becomes a redacted value, and the bytes of every secret are masked."""
+    if ctx.show_secrets:
+        return
+    if s.raw_body is not None and is_secret_api(api_key):
+        s.body = {"_raw_body": Redacted("undecoded body of a secret-bearing API",
+                                        len(s.raw_body))}
+        s.raw_body = None
+    _secret_masks(s, side, api_key, size, s.stopped)
+
+
 def _decode_request(ctx: PairingContext, api_key: int, data: bytes, mech: str | None) -> _Side:
     defs = ctx.defs
     s = _Side()
@@ -186,25 +219,7 @@ def _decode_request(ctx: PairingContext, api_key: int, data: bytes, mech: str | 
         if hdr.header_version == 2:
             s.spans["request.header._tagged_fields"] = (4 + cend, 4 + hdr.size)
     s.body_offset = hdr.size
-    result = ctx.decoder.decode(hdr.api_key, hdr.api_version, False, payload, hdr.size)
-    s.complete = result.complete
-    stopped = None
-    if result.value is not None:
-        _, _, s.located = ctx.postprocess(hdr.api_key, result.layout_version, False,
-                                          result.value, mechanism=mech)
-        s.body = result.value
-        info = defs.apis.get(hdr.api_key)
-        stopped = _body_spans(s, "request", defs.plan(info.request, result.layout_version),
-                              payload, hdr.size)
-        _record_spans(s, "request")
-    else:
-        s.raw_body = bytes(payload[hdr.size:])
-    if not ctx.show_secrets:
-        if s.raw_body is not None and is_secret_api(api_key):
-            s.body = {"_raw_body": Redacted("undecoded body of a secret-bearing API",
-                                            len(s.raw_body))}
-            s.raw_body = None
-        _secret_masks(s, "request", api_key, len(data), stopped)
+    _decode_body(ctx, s, "request", hdr.api_key, hdr.api_version, payload, None, mech)
     return s
 
 
@@ -231,24 +246,7 @@ def _decode_response(ctx: PairingContext, api_key: int, version: int, data: byte
     if info is None:
         s.raw_body = bytes(payload[body_offset:])
         return s
-    result = ctx.decoder.decode(api_key, version, True, payload, body_offset)
-    s.complete = result.complete
-    stopped = None
-    if result.value is not None:
-        _, _, s.located = ctx.postprocess(api_key, result.layout_version, True, result.value,
-                                          request_body, mechanism=mech)
-        s.body = result.value
-        stopped = _body_spans(s, "response", defs.plan(info.response, result.layout_version),
-                              payload, body_offset)
-        _record_spans(s, "response")
-    else:
-        s.raw_body = bytes(payload[body_offset:])
-    if not ctx.show_secrets:
-        if s.raw_body is not None and is_secret_api(api_key):
-            s.body = {"_raw_body": Redacted("undecoded body of a secret-bearing API",
-                                            len(s.raw_body))}
-            s.raw_body = None
-        _secret_masks(s, "response", api_key, len(data), stopped)
+    _decode_body(ctx, s, "response", api_key, version, payload, request_body, mech)
     return s
 
 
@@ -315,6 +313,7 @@ def decode_exchange(ctx: PairingContext, info, request: bytes | None, response: 
             req_side = _decode_07(ctx, "request", request, api_key, None)
         else:
             req_side = _decode_request(ctx, api_key, request, mech)
+            _hide_secrets(ctx, req_side, "request", api_key, len(request))
     if response is not None and len(response) >= 4:
         if api_key == SASL_TOKEN:
             resp_side = _decode_sasl_token(ctx, "response", response, mech)
@@ -324,6 +323,7 @@ def decode_exchange(ctx: PairingContext, info, request: bytes | None, response: 
         else:
             resp_side = _decode_response(ctx, api_key, version, response,
                                          req_side.body if req_side else None, mech)
+            _hide_secrets(ctx, resp_side, "response", api_key, len(response))
     latency = info.latency_ns
     req_msg = resp_msg = None
     if req_side is not None:

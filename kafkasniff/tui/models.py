@@ -10,6 +10,7 @@ import time as _time
 from array import array
 from typing import Sequence
 
+from kafkasniff.output.render import format_ms
 from kafkasniff.tui.aggregates import ClientRow, ConnRow, StatRow, TopicRow
 from kafkasniff.tui.store import STATUSES, SummaryStore
 from kafkasniff.tui.widgets import Column
@@ -35,10 +36,9 @@ def fmt_date_time(ts_ns: int) -> str:
 
 
 def fmt_ms(ns: int | None) -> str:
-    """Milliseconds with 3 decimals (``-`` when unknown)."""
-    if ns is None or ns < 0:
-        return "-"
-    return f"{ns / 1e6:.3f}ms"
+    """Nanoseconds shown as milliseconds with 3 decimals, as ``read`` prints latencies
+    (``-`` when unknown: ``None`` or negative)."""
+    return format_ms(None if ns is not None and ns < 0 else ns)
 
 
 def fmt_bytes(n: float) -> str:
@@ -52,11 +52,18 @@ def fmt_bytes(n: float) -> str:
 
 
 def fmt_count(n: int) -> str:
+    """``1,234,567``."""
     return f"{n:,}"
 
 
 def fmt_rate(r: float) -> str:
+    """A rate per second: one decimal below 100 (``12.5/s``), none above (``1,234/s``)."""
     return f"{r:,.1f}/s" if r < 100 else f"{r:,.0f}/s"
+
+
+def api_label(name: str, version: int) -> str:
+    """``Produce v10``; the name alone when the version is unknown (negative)."""
+    return name if version < 0 else f"{name} v{version}"
 
 
 # ------------------------------------------------------------------------------------ exchanges
@@ -93,12 +100,9 @@ class ExchangeModel:
         c = self.store.columns
         t = self.store.tables
         tup = t.tuples.items
-        ver = c["api_version"][r]
-        name = t.names.items[c["name"][r]]
-        api = name if ver < 0 else f"{name} v{ver}"
+        api = api_label(t.names.items[c["name"][r]], c["api_version"][r])
         corr = c["corr"][r]
         cid = t.client_ids.items[c["client_id"][r]]
-        lat = c["latency"][r]
         status = STATUSES[c["status"][r]]
         errors = tup[c["errors"][r]]
         thr = c["throttle"][r]
@@ -117,7 +121,7 @@ class ExchangeModel:
             str(corr) if corr >= 0 else "-",
             cid if cid is not None else "-",
             f"{t.endpoints.items[c['client'][r]]} → {t.endpoints.items[c['broker'][r]]}",
-            fmt_ms(lat if lat >= 0 else None),
+            fmt_ms(c["latency"][r]),
             (STATUS_SHORT[status], "" if status == "paired" else "warning"),
             (",".join(errors), "error") if errors else "",
             (str(thr), "warning" if thr > 0 else "dim") if thr >= 0 else "",
@@ -132,6 +136,8 @@ class ExchangeModel:
 # ------------------------------------------------------------------------------------ stat rows
 
 def stat_columns(first: str, width: int = 20) -> list[Column]:
+    """The columns of a :class:`StatRow` table; ``first`` labels the key column (API,
+    broker, client id) of ``width`` cells."""
     return [
         Column("key", first, width, priority=0, flex=True),
         Column("count", "Count", 9, "right", priority=0),
@@ -156,6 +162,7 @@ STAT_SORT = {
 
 
 def stat_cells(r: StatRow) -> tuple:
+    """The cells of a :class:`StatRow` in the order of :func:`stat_columns`."""
     errs = ", ".join(f"{name} {n}" for name, n in r.errors)
     return (r.key, fmt_count(r.count), fmt_rate(r.rate_per_s), (errs, "error") if errs else "",
             fmt_ms(r.p50_ns), fmt_ms(r.p99_ns), fmt_ms(r.max_ns),
@@ -179,6 +186,7 @@ class RowsModel:
         return self._cells(self.rows[index])
 
     def sort(self, key: str | None, reverse: bool) -> None:
+        """Sort the rows in place by ``sort_keys[key]`` (unknown or ``None`` key: no-op)."""
         fn = self.sort_keys.get(key) if key else None
         if fn is not None:
             self.rows.sort(key=fn, reverse=reverse)
@@ -196,6 +204,7 @@ CLIENT_SORT = {**{k: (lambda f: lambda r: f(r.stats))(f) for k, f in STAT_SORT.i
 
 
 def client_cells(r: ClientRow) -> tuple:
+    """The cells of a :class:`ClientRow` in the order of :data:`CLIENT_COLUMNS`."""
     s = stat_cells(r.stats)
     return s[:4] + (fmt_count(r.connections), fmt_count(r.hosts)) + s[4:]
 
@@ -231,6 +240,7 @@ CONN_SORT = {
 
 
 def conn_cells(r: ConnRow) -> tuple:
+    """The cells of a :class:`ConnRow` in the order of :data:`CONN_COLUMNS`."""
     return (str(r.conn_id), r.client, r.broker, r.client_id or "-", fmt_count(r.exchanges),
             (str(r.error_exchanges), "error") if r.error_exchanges else "0",
             (str(r.issues), "warning") if r.issues else "0", fmt_ms(r.max_latency_ns),
@@ -262,6 +272,7 @@ TOPIC_SORT = {
 
 
 def topic_cells(r: TopicRow) -> tuple:
+    """The cells of a :class:`TopicRow` in the order of :data:`TOPIC_COLUMNS`."""
     perr = ", ".join(f"p{p if p is not None else '?'} {e}×{n}" for p, e, n in r.partition_errors)
     return (r.topic, fmt_count(r.exchanges),
             (str(r.error_exchanges), "error") if r.error_exchanges else "0",
@@ -295,6 +306,7 @@ class IssueModel:
         return len(self.indices) if self.indices is not None else len(self.store.issues)
 
     def issue_at(self, index: int):
+        """``(row of its exchange or -1, DecodeIssue)`` of the issue shown at ``index``."""
         k = self.indices[index] if self.indices is not None else index
         return self.store.issue_at(k)
 
@@ -303,9 +315,8 @@ class IssueModel:
         sev = str(iss.severity)
         if row >= 0:
             c = self.store.columns
-            name = self.store.tables.names.items[c["name"][row]]
-            ver = c["api_version"][row]
-            exch = f"#{row} {name}" + (f" v{ver}" if ver >= 0 else "")
+            exch = f"#{row} " + api_label(self.store.tables.names.items[c["name"][row]],
+                                          c["api_version"][row])
         else:
             exch = "(standalone)"
         where = f"{iss.client} → {iss.broker}" if iss.client else "capture"

@@ -20,7 +20,7 @@ from kafkasniff.output.values import describe_bytes, short
 from kafkasniff.pairing.sasl import Redacted
 from kafkasniff.protocol.primitives import RawRecords
 from kafkasniff.tui.detail import Detail, parent_path
-from kafkasniff.tui.models import fmt_date_time, fmt_ms
+from kafkasniff.tui.models import api_label, fmt_date_time, fmt_ms
 from kafkasniff.tui.store import STATUSES, Filter
 from kafkasniff.tui.widgets import HexView
 
@@ -207,7 +207,7 @@ def build_tree(tree: Tree, detail: Detail, info: "RowInfo") -> None:
     root.expand()
     ex = detail.exchange
     s = root.add("Summary", NodeData(None, "summary"), expand=True)
-    name = info.api_name if info.api_version < 0 else f"{info.api_name} v{info.api_version}"
+    name = api_label(info.api_name, info.api_version)
     rows = [
         ("exchange", f"#{info.row}"),
         ("connection", f"#{info.conn_id} {info.client} → {info.broker}"),
@@ -286,17 +286,12 @@ def span_for(detail: Detail, data: NodeData | None) -> tuple[str | None, tuple[i
     if frame is None:
         return data.side, None
     path = data.path
+    size = len(frame.data or b"")
     if path == data.side:
-        return data.side, (0, len(frame.data or b""))
-    if path == f"{data.side}.body":
-        exm = getattr(detail.exchange, data.side)
-        return data.side, (4 + exm.body_offset, len(frame.data or b""))
-    if path == f"{data.side}.header":
-        exm = getattr(detail.exchange, data.side)
-        return data.side, (4, 4 + exm.body_offset)
-    if path == f"{data.side}.raw_body":
-        exm = getattr(detail.exchange, data.side)
-        return data.side, (4 + exm.body_offset, len(frame.data or b""))
+        return data.side, (0, size)
+    if path in (f"{data.side}.header", f"{data.side}.body", f"{data.side}.raw_body"):
+        body_start = 4 + getattr(detail.exchange, data.side).body_offset
+        return data.side, (4, body_start) if path.endswith(".header") else (body_start, size)
     while path and path not in frame.spans:
         path = parent_path(path)
     return data.side, frame.spans.get(path)
@@ -354,34 +349,28 @@ class DetailScreen(Screen):
     def on_resize(self, event) -> None:
         self.set_class(self.size.width >= 150, "wide")
 
+    def _title(self, info: "RowInfo", suffix: str = "") -> None:
+        self.query_one("#detail-title", Static).update(
+            f"Exchange #{info.row}  {api_label(info.api_name, info.api_version)}  "
+            f"corr={info.correlation_id}  {info.client} → {info.broker}  "
+            f"[{self.index + 1}/{len(self.view_rows)}]{suffix}")
+
     def _load(self) -> None:
         row = self.view_rows[self.index]
         self.info = self.app_ref.store.row(row)
-        info = self.info
-        name = info.api_name if info.api_version < 0 else f"{info.api_name} v{info.api_version}"
-        self.query_one("#detail-title", Static).update(
-            f"Exchange #{row}  {name}  corr={info.correlation_id}  {info.client} → "
-            f"{info.broker}  [{self.index + 1}/{len(self.view_rows)}]  decoding…")
-        self._decode(row)
+        self._title(self.info, "  decoding…")
+        self._decode(self.info)
 
     @work(thread=True, exclusive=True, group="detail")
-    def _decode(self, row: int) -> None:
-        store = self.app_ref.store
-        info = store.row(row)
-        try:
-            detail = self.app_ref.source.detail(info, store.row_issues(row))
-        except Exception as exc:  # noqa: BLE001 - shown, the app goes on
-            detail = Detail(None, {}, f"decoding failed: {type(exc).__name__}: {exc}")
-        self.app.call_from_thread(self._show, row, info, detail)
+    def _decode(self, info: "RowInfo") -> None:
+        detail = self.app_ref.decode_row(info)
+        self.app.call_from_thread(self._show, info, detail)
 
-    def _show(self, row: int, info, detail: Detail) -> None:
-        if row != self.view_rows[self.index]:
+    def _show(self, info: "RowInfo", detail: Detail) -> None:
+        if info.row != self.view_rows[self.index]:
             return
         self.detail = detail
-        name = info.api_name if info.api_version < 0 else f"{info.api_name} v{info.api_version}"
-        self.query_one("#detail-title", Static).update(
-            f"Exchange #{row}  {name}  corr={info.correlation_id}  {info.client} → "
-            f"{info.broker}  [{self.index + 1}/{len(self.view_rows)}]")
+        self._title(info)
         tree = self.query_one(Tree)
         build_tree(tree, detail, info)
         self.side = "request" if "request" in detail.frames else "response"

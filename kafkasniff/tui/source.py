@@ -4,7 +4,7 @@ The app consumes a :class:`DataSource`. A source decodes in its own thread (neve
 thread) and hands the app *batches*:
 
 * :class:`~kafkasniff.tui.store.SummaryChunk`: compact summaries of the exchanges completed
-  since the last batch (columns of ``array``s over interned strings, ~110 bytes per
+  since the last batch (columns of ``array``s over interned strings, ~120 bytes per
   exchange), with their issues and the standalone issues;
 * a :class:`~kafkasniff.tui.aggregates.Snapshot` of the dashboards (per-API / broker /
   client / topic / connection tables, timeline, latency histograms, issue counters);
@@ -39,7 +39,7 @@ import sys
 import tempfile
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, Iterator, NamedTuple, Sequence
 
 from kafkasniff.capture.frames import (DEFAULT_CHECKPOINT_EVERY, CaptureIndex, FrameFinder,
@@ -77,6 +77,7 @@ class Progress(NamedTuple):
 
     @property
     def fraction(self) -> float | None:
+        """Share done, 0.0 to 1.0 (1.0 once finished; ``None`` when the total is unknown)."""
         if self.finished:
             return 1.0
         if not self.total_bytes:
@@ -112,15 +113,22 @@ class DataSource:
         self.tables = Tables()
 
     def start(self, notify: Callable[[], None]) -> None:
+        """Begin producing in the source's own thread(s); call ``notify()`` (from any
+        thread) when a batch is ready and the previous notification was drained."""
         raise NotImplementedError
 
     def drain(self) -> SourceUpdate:
+        """Everything produced since the last drain, merged (UI thread, after ``notify``)."""
         raise NotImplementedError
 
     def stop(self) -> None:
+        """Stop producing and release files; idempotent."""
         raise NotImplementedError
 
     def detail(self, info: RowInfo, issues: Sequence[DecodeIssue] = ()) -> Detail:
+        """The exchange of summary ``info`` decoded in full, with its ``issues`` (blocking,
+        called from a worker thread); a :class:`Detail` without exchange, whose note says
+        why, when it cannot be decoded any more."""
         raise NotImplementedError
 
     def exchanges(self, rows: Sequence[int], store: SummaryStore,
@@ -206,6 +214,7 @@ class ThreadedSource(DataSource):
 
     @property
     def running(self) -> bool:
+        """The producing thread is alive."""
         return self._thread is not None and self._thread.is_alive()
 
 
@@ -252,8 +261,6 @@ class FileSource(ThreadedSource):
                  checkpoint_every: int = DEFAULT_CHECKPOINT_EVERY, interval_s: float = 0.25,
                  stdin=None) -> None:
         super().__init__()
-        from dataclasses import replace
-
         from kafkasniff.pipeline import PipelineOptions
 
         self.sources = [str(s) for s in sources]
@@ -408,12 +415,11 @@ class FileSource(ThreadedSource):
                                      "sequence number); decoded fields as kept while loading")
         frames = {}
         notes = []
-        for side, present, seq, ts, size, sender, receiver in (
-                ("request", info.req_bytes, info.req_seq, info.req_ts, info.req_bytes,
-                 info.client, info.broker),
-                ("response", info.resp_bytes, info.resp_seq, info.resp_ts, info.resp_bytes,
-                 info.broker, info.client)):
-            if not present:
+        for side, seq, ts, size, sender, receiver in (
+                ("request", info.req_seq, info.req_ts, info.req_bytes, info.client, info.broker),
+                ("response", info.resp_seq, info.resp_ts, info.resp_bytes, info.broker,
+                 info.client)):
+            if not size:                  # no such frame
                 continue
             found = self.finder.find(FrameRef(sender, receiver, seq, ts, size))
             if found is None:
@@ -442,8 +448,6 @@ class FileSource(ThreadedSource):
             return
         from kafkasniff.capture.pcapfile import open_capture
         from kafkasniff.pipeline import Pipeline
-
-        from dataclasses import replace
 
         wanted = set(rows)
         last = rows[-1]

@@ -5,7 +5,7 @@ object: :class:`SummaryBuilder` (on the data source's side, in its worker thread
 :class:`~kafkasniff.pairing.exchange.Exchange` into one row of typed columns (``array``
 module: 8 bytes for a timestamp, 2 for an api_key ...) and interns every string and tuple of
 strings (endpoints, client ids, topic lists, error lists, issue kinds) into append-only
-tables shared with the UI, so a row costs about 110 bytes. Decoded bodies are never kept: the
+tables shared with the UI, so a row costs about 120 bytes. Decoded bodies are never kept: the
 row holds where the request and response frames are in the capture (TCP sequence number,
 time, size) so that a data source can decode them again on demand.
 
@@ -20,7 +20,7 @@ from __future__ import annotations
 import fnmatch
 from array import array
 from sys import intern
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from itertools import compress
 from typing import NamedTuple
 
@@ -350,6 +350,7 @@ class Filter:
 
     @property
     def active(self) -> bool:
+        """Some criterion is set (the view may hide rows)."""
         return self != Filter()
 
     def describe(self) -> str:
@@ -591,6 +592,7 @@ class SummaryStore:
         return t[0], DecodeIssue(*t[1:])
 
     def issue_severity(self, k: int) -> str:
+        """Severity (``info``, ``warning``, ``error``) of kept issue ``k``."""
         return self.issues[k][2]
 
     def row_issues(self, i: int) -> list[DecodeIssue]:
@@ -600,6 +602,8 @@ class SummaryStore:
 
     # -------------------------------------------------------------- views
     def compile(self, f: Filter) -> _Compiled | None:
+        """``f`` compiled for :meth:`filter_rows` (``None`` when it keeps every row); reuse
+        it for rows arriving later (its id sets grow with the interned tables)."""
         return _Compiled(f, self.tables) if f.active else None
 
     def filter_rows(self, compiled: _Compiled | None, start: int, end: int) -> array:
@@ -622,15 +626,12 @@ class SummaryStore:
         t = self.tables
         c = self.columns
 
-        def ids(table: Interned, pred) -> set[int]:
-            return table.matching(lambda v: v is not None and pred(v))
-
         sub = lambda s: text in s.lower()  # noqa: E731
         tup = lambda v: any(text in x.lower() for x in v)  # noqa: E731
-        names = ids(t.names, sub)
-        eps = ids(t.endpoints, sub)
-        cids = ids(t.client_ids, sub)
-        tuples = ids(t.tuples, tup)
+        names = t.names.matching(sub)
+        eps = t.endpoints.matching(sub)
+        cids = t.client_ids.matching(sub)
+        tuples = t.tuples.matching(tup)
         statuses = {k for k, s in enumerate(STATUSES) if text in s}
         corr = int(text) if text.lstrip("-").isdigit() else None
         cn, cc, cb, ci, ct, ce, cs, cst, cco = (c["name"], c["client"], c["broker"],
@@ -642,8 +643,3 @@ class SummaryStore:
                     or ct[i] in tuples or ce[i] in tuples or cs[i] in tuples
                     or cst[i] in statuses or (corr is not None and cco[i] == corr))
         return match
-
-
-def with_filter(f: Filter, **changes) -> Filter:
-    """``f`` with some fields changed."""
-    return replace(f, **changes)

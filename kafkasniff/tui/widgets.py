@@ -56,6 +56,8 @@ class TableModel(Protocol):
 
 
 class EmptyModel:
+    """A :class:`TableModel` without rows (a table before its first data)."""
+
     def __len__(self) -> int:
         return 0
 
@@ -109,6 +111,8 @@ class VirtualTable(ScrollView, can_focus=True):
     cursor = reactive(0, always_update=True, init=False)
 
     class Highlighted(Message):
+        """The cursor moved to row ``index`` of ``table``."""
+
         def __init__(self, table: "VirtualTable", index: int) -> None:
             super().__init__()
             self.table = table
@@ -119,9 +123,11 @@ class VirtualTable(ScrollView, can_focus=True):
             return self.table
 
     class Selected(Highlighted):
-        pass
+        """Row ``index`` of ``table`` was opened (Enter or double click)."""
 
     class HeaderClicked(Message):
+        """The header of the sortable column ``key`` of ``table`` was clicked."""
+
         def __init__(self, table: "VirtualTable", key: str) -> None:
             super().__init__()
             self.table = table
@@ -145,6 +151,7 @@ class VirtualTable(ScrollView, can_focus=True):
     # -------------------------------------------------------------- data
     @property
     def row_count(self) -> int:
+        """Rows of the model (the header line not counted)."""
         return len(self.model)
 
     def set_model(self, model: TableModel, cursor: int | None = None) -> None:
@@ -350,6 +357,7 @@ class HexView(ScrollView, can_focus=True):
 
     @property
     def per_line(self) -> int:
+        """Bytes per line: 16, or 8 when the widget is narrower than 76 cells."""
         w = self.scrollable_content_region.width or 80
         return 16 if w >= 76 else 8
 

@@ -5,12 +5,14 @@ from __future__ import annotations
 import asyncio
 import inspect
 import io
+import time
 
 import pytest
 from rich.console import Console
 
 from kafkasniff.tui.app import KafkaSniffApp
 from kafkasniff.tui.source import FileSource
+from kafkasniff.tui.store import SummaryStore
 from tests.conftest import CAPTURES
 
 ERR = CAPTURES / "librdkafka_errors_latency.pcap"
@@ -23,6 +25,19 @@ def make_app(path, tmp_path=None, **kwargs) -> KafkaSniffApp:
     paths = path if isinstance(path, list) else [path]
     return KafkaSniffApp(FileSource([str(p) for p in paths], **kwargs),
                          save_dir=str(tmp_path) if tmp_path else None)
+
+
+def load_store(src: FileSource, timeout: float = 60.0) -> SummaryStore:
+    """Run a source to its end without an app; its rows in a store."""
+    store = SummaryStore(src.tables)
+    src.start(lambda: None)
+    end = time.monotonic() + timeout
+    while src.running:
+        assert time.monotonic() < end, "capture did not finish loading"
+        time.sleep(0.01)
+    for ch in src.drain().chunks:
+        store.extend(ch)
+    return store
 
 
 async def wait_loaded(pilot, timeout: float = 30.0) -> None:

@@ -34,6 +34,13 @@ async def settle(pilot, app) -> None:
     await pilot.pause()
 
 
+async def show(pilot, key: str) -> str:
+    """Press ``key`` (a view) and return the screen's text."""
+    await pilot.press(key)
+    await pilot.pause()
+    return screen_text(pilot.app)
+
+
 async def open_detail(pilot, app, index: int) -> DetailScreen:
     p = pane(app)
     p.table.move_to(index)
@@ -333,6 +340,9 @@ async def test_help_lists_every_binding():
         await pilot.pause()
         assert isinstance(app.screen, HelpScreen)
         help_text = str(app.screen.query_one("#help-text").render())
+        # every key named in the key column of the help (not merely somewhere in its text)
+        key_column = {tok for _, section in app.screen.sections for keys, _ in section
+                      for tok in keys.replace(",", " ").split()}
         names = {"question_mark": "?", "slash": "/", "left_square_bracket": "[",
                  "right_square_bracket": "]", "escape": "Esc", "enter": "Enter",
                  "pageup": "PgUp", "pagedown": "PgDn", "home": "Home", "end": "End",
@@ -343,6 +353,7 @@ async def test_help_lists_every_binding():
                 for key in b.key.split(","):
                     shown = names.get(key, key)
                     assert shown in help_text, (cls.__name__, key)
+                    assert shown in key_column, (cls.__name__, key)
         for _, desc in HELP_GLOBAL + HELP_TABLE + HELP_EXCHANGES + HELP_DETAIL + HELP_OTHER:
             assert desc in help_text
         await pilot.press("escape")
@@ -353,9 +364,7 @@ async def test_overview_and_other_views():
     app = make_app(ERR)
     async with app.run_test(size=SIZE) as pilot:
         await wait_loaded(pilot)
-        await pilot.press("1")
-        await pilot.pause()
-        text = screen_text(app)
+        text = await show(pilot, "1")
         for s in ("115 exchanges", "requests per", "p99 latency per", "Fetch", "Produce",
                   "Brokers", "Clients", "ks-consumer-err", "Issues", "trailing_bytes",
                   "Latency histogram: Fetch"):
@@ -363,17 +372,11 @@ async def test_overview_and_other_views():
         await pilot.press("down")
         await pilot.pause()
         assert "Latency histogram: ApiVersions" in screen_text(app)
-        await pilot.press("3")
-        await pilot.pause()
-        text = screen_text(app)
+        text = await show(pilot, "3")
         assert "12 connections" in text and "127.0.0.1:36231" in text
-        await pilot.press("4")
-        await pilot.pause()
-        text = screen_text(app)
+        text = await show(pilot, "4")
         assert "2 client ids" in text and "ks-consumer-err" in text
-        await pilot.press("5")
-        await pilot.pause()
-        text = screen_text(app)
+        text = await show(pilot, "5")
         assert "ks-errors" in text and "NOT_LEADER_OR_FOLLOWER" in text
         # Enter on the topic: its exchanges
         await pilot.press("enter")
@@ -392,7 +395,7 @@ async def test_follow_mode_and_small_terminal():
             assert s in text, s
         await pilot.press("F")
         assert pane(app).table.cursor == 114 and "FOLLOW" in screen_text(app)
-        screen = await open_detail(pilot, app, 10)
+        await open_detail(pilot, app, 10)
         text = screen_text(app)
         assert "Summary" in text and "000000" in text
 
@@ -422,17 +425,33 @@ async def test_a_capture_without_kafka_exchanges():
         await wait_loaded(pilot)
         assert len(app.store) == 0
         assert "0 exchanges" in screen_text(app)
-        await pilot.press("3")
-        await pilot.pause()
-        text = screen_text(app)
+        text = await show(pilot, "3")
         assert "tls" in text and "127.0.0.1:9093" in text
-        await pilot.press("6")
-        await pilot.pause()
-        text = screen_text(app)
+        text = await show(pilot, "6")
         assert "tls_connection" in text and "SNI broker1.kafka.test" in text
         await pilot.press("enter")
         await pilot.pause()
         assert app.query_one(TabbedContent).active == "issues"
-        await pilot.press("1")
-        await pilot.pause()
-        assert "tls_connection" in screen_text(app)
+        assert "tls_connection" in await show(pilot, "1")
+
+
+async def test_a_failing_decode_is_reported_not_fatal(tmp_path):
+    """A data source whose detail raises: the detail screen says why, copying the JSON is
+    reported as failed, and the app keeps running."""
+    app = make_app(ERR, tmp_path)
+
+    def broken(info, issues=()):
+        raise ValueError("bad frame")
+    app.source.detail = broken
+    notes: list[str] = []
+    app.notify = lambda message, **kw: notes.append(message)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_loaded(pilot)
+        await pilot.press("y")
+        await wait_for(pilot, lambda: notes)
+        assert "could not be decoded: decoding failed: ValueError: bad frame" in notes[0]
+        screen = await open_detail(pilot, app, 0)
+        assert screen.detail.exchange is None and "bad frame" in screen.detail.note
+        assert "ValueError: bad frame" in screen_text(app)
+        await pilot.press("escape")
+        assert app.is_running and len(app.store) == 115

@@ -21,18 +21,12 @@ from kafkasniff.tui.source import FileSource, Progress, ThreadedSource
 from kafkasniff.tui.store import Filter, SummaryBuilder, SummaryStore, sort_rows
 from tests.conftest import CAPTURES, decode_capture
 
-from .conftest import ERR, wait_for
+from .conftest import ERR, load_store, wait_for
 
 
 def loaded_store(path) -> tuple[FileSource, SummaryStore]:
     src = FileSource([str(path)])
-    store = SummaryStore(src.tables)
-    src.start(lambda: None)
-    while src.running:
-        time.sleep(0.01)
-    for ch in src.drain().chunks:
-        store.extend(ch)
-    return src, store
+    return src, load_store(src)
 
 
 @pytest.fixture(scope="module")
@@ -327,12 +321,7 @@ def test_inputs_that_cannot_seek(tmp_path, kind):
         src = FileSource(["-"], stdin=open(path, "rb"))
     else:
         src = FileSource([str(path)])
-    store = SummaryStore(src.tables)
-    src.start(lambda: None)
-    while src.running:
-        time.sleep(0.01)
-    for ch in src.drain().chunks:
-        store.extend(ch)
+    store = load_store(src)
     assert len(store) == 115
     ref = decode_capture(ERR, with_records=True).exchanges
     for i in (0, 50, 114):

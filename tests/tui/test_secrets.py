@@ -13,7 +13,7 @@ from kafkasniff.tui.screens import DetailScreen, fill
 from kafkasniff.tui.widgets import HexView
 from tests.captures.test_secrets import leak_forms, secrets
 
-from .conftest import SASL, make_app, screen_text, wait_for, wait_loaded
+from .conftest import SASL, load_store, make_app, screen_text, wait_for, wait_loaded
 
 
 def leaks(text: str) -> list[str]:
@@ -114,18 +114,10 @@ async def test_show_secrets_shows_them(tmp_path):
 def test_detail_masks_are_reported(tmp_path):
     """A frame whose decoded body holds a redacted value has masked bytes: the whole token
     of a raw SASL frame, the auth_bytes field of a SaslAuthenticate frame."""
-    import time
-
     from kafkasniff.tui.source import FileSource
-    from kafkasniff.tui.store import SummaryStore
 
     src = FileSource([str(SASL)])
-    store = SummaryStore(src.tables)
-    src.start(lambda: None)
-    while src.running:
-        time.sleep(0.01)
-    for ch in src.drain().chunks:
-        store.extend(ch)
+    store = load_store(src)
     seen = 0
     for r in range(len(store)):
         info = store.row(r)
@@ -143,3 +135,30 @@ def test_detail_masks_are_reported(tmp_path):
         else:
             assert not req.masked
     assert seen >= 4
+
+
+def test_a_damaged_header_does_not_show_the_secret_body():
+    """A SaslAuthenticate request whose header cannot be decoded (a gap cut it, or a bad
+    client_id length): its undecoded body is redacted in the tree and masked in the hex view,
+    as the pipeline redacts it."""
+    from kafkasniff.pairing.connection import PairingContext
+    from kafkasniff.protocol.schema import load_definitions
+    from kafkasniff.tui.detail import decode_exchange
+    from kafkasniff.tui.store import RowInfo
+
+    secret = b"damaged-header-pw"
+    token = b"\x00alice\x00" + secret
+    for version in (1, 2):
+        payload = ((36).to_bytes(2, "big") + version.to_bytes(2, "big") + (7).to_bytes(4, "big")
+                   + (1000).to_bytes(2, "big")          # client_id longer than the frame
+                   + len(token).to_bytes(4, "big") + token)
+        frame = len(payload).to_bytes(4, "big") + payload
+        ctx = PairingContext.create(load_definitions(None), with_records=True)
+        info = RowInfo(0, 1, 1, "10.0.0.1:5000", "10.0.0.2:9092", None, 36,
+                       "SaslAuthenticate", version, 7, "unanswered", None, len(frame), 0, (),
+                       None, (), None, 0, (), (), "", -1, 1, -1, 0, False, False, False, {})
+        d = decode_exchange(ctx, info, frame, None)
+        req = d.exchange.request
+        assert req.raw_body is None and "<redacted" in str(req.body["_raw_body"])
+        assert secret not in d.frames["request"].data
+        assert d.frames["request"].masked == [(12, len(frame))]

@@ -14,10 +14,6 @@ from kafkasniff.tui.screens import DetailScreen
 from .conftest import COMPRESSION, ERR, make_app, wait_for, wait_loaded
 
 
-async def _loaded(pilot) -> None:
-    await wait_loaded(pilot)
-
-
 def _then(*keys):
     async def run(pilot) -> None:
         await wait_loaded(pilot)
@@ -31,7 +27,7 @@ def _then(*keys):
 
 
 def test_exchanges(snap_compare):
-    assert snap_compare(make_app(ERR), terminal_size=(120, 40), run_before=_loaded)
+    assert snap_compare(make_app(ERR), terminal_size=(120, 40), run_before=wait_loaded)
 
 
 def test_exchanges_errors_only_sorted(snap_compare):
@@ -47,7 +43,7 @@ def test_exchanges_errors_only_sorted(snap_compare):
 
 
 def test_exchanges_80x24(snap_compare):
-    assert snap_compare(make_app(ERR), terminal_size=(80, 24), run_before=_loaded)
+    assert snap_compare(make_app(ERR), terminal_size=(80, 24), run_before=wait_loaded)
 
 
 def test_overview(snap_compare):
@@ -74,7 +70,7 @@ def test_help(snap_compare):
     assert snap_compare(make_app(ERR), terminal_size=(100, 60), run_before=_then("question_mark"))
 
 
-def _detail(size_index: int, select: tuple[str, ...]):
+def _detail(select: tuple[str, ...]):
     async def run(pilot) -> None:
         app = pilot.app
         await wait_loaded(pilot)
@@ -99,11 +95,10 @@ def _detail(size_index: int, select: tuple[str, ...]):
 
 def test_detail_with_field_highlight(snap_compare):
     assert snap_compare(make_app(COMPRESSION), terminal_size=(160, 45),
-                        run_before=_detail(0, ("Request", "body", "topic_data", "[0]",
-                                               "partition_data", "[0]", "records",
-                                               "batch[0]")))
+                        run_before=_detail(("Request", "body", "topic_data", "[0]",
+                                            "partition_data", "[0]", "records", "batch[0]")))
 
 
 def test_detail_80x24(snap_compare):
     assert snap_compare(make_app(COMPRESSION), terminal_size=(80, 24),
-                        run_before=_detail(0, ("Request", "header", "client_id")))
+                        run_before=_detail(("Request", "header", "client_id")))
