@@ -17,8 +17,6 @@ import click
 from kafkasniff import __version__
 from kafkasniff.errors import KafkaSniffError
 
-SOURCE_HELP = "Capture files (pcap, pcapng, optionally gzip-compressed); '-' reads stdin."
-
 
 @dataclass
 class InputOptions:
@@ -34,6 +32,8 @@ class InputOptions:
     wire_format: str = "auto"
 
     def pipeline_options(self, **extra):
+        """The :class:`~kafkasniff.pipeline.PipelineOptions` of these inputs; ``extra`` sets
+        further fields (e.g. ``with_records=True``)."""
         from kafkasniff.pipeline import PipelineOptions
 
         return PipelineOptions(ports=frozenset(self.ports), detect=self.detect,
@@ -132,6 +132,7 @@ class LazyGroup(click.Group):
     }
 
     def list_commands(self, ctx):
+        """Every command name, the lazy ones included when their module is installed."""
         import importlib.util
 
         present = {name for name, (module, _) in self.lazy.items()
@@ -139,6 +140,8 @@ class LazyGroup(click.Group):
         return sorted(set(super().list_commands(ctx)) | present)
 
     def get_command(self, ctx, name):
+        """The command ``name``, importing a lazy one on first use; raises
+        :class:`click.UsageError` when its module or libraries cannot be imported."""
         cmd = super().get_command(ctx, name)
         if cmd is None and name in self.lazy:
             import importlib
@@ -165,14 +168,18 @@ def main() -> None:
 def _api_matcher(apis: tuple[str, ...]):
     if not apis:
         return None
-    wanted = set()
-    for a in apis:
-        wanted.add(a.lower())
+    wanted = {a.lower() for a in apis}
     return lambda ex: ex.api_name.lower() in wanted or str(ex.api_key) in wanted
 
 
 def build_filter(api, client, topic, errors_only, min_latency):
-    """A predicate over exchanges for the ``read`` filters (``None`` when none is set)."""
+    """A predicate over exchanges for the ``read`` filters (``None`` when none is set).
+
+    ``api``: API names (any case) or api_key numbers as strings; ``client`` / ``topic``:
+    glob patterns on client_id / any topic; ``errors_only``: exchanges with an error code;
+    ``min_latency``: milliseconds (float), paired exchanges at least that slow. All given
+    filters must hold.
+    """
     checks = []
     m = _api_matcher(api)
     if m:

@@ -16,6 +16,7 @@ and skipped.
 
 from __future__ import annotations
 
+import itertools
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator
@@ -24,7 +25,7 @@ from kafkasniff.capture.types import CapturedPacket, Skipped
 from kafkasniff.issues import DecodeIssue, IssueKind, Severity
 from kafkasniff.pairing.connection import KafkaConnection, PairingContext
 from kafkasniff.pairing.exchange import Exchange
-from kafkasniff.protocol.detect import looks_like_request_stream, request_validator
+from kafkasniff.protocol.detect import looks_like_request_stream
 from kafkasniff.protocol.framing import ACCEPT, DEFAULT_MAX_FRAME_BYTES, NEED_MORE
 from kafkasniff.protocol.schema import Definitions, load_definitions
 from kafkasniff.protocol.legacy07 import looks_like_07_request_stream
@@ -181,15 +182,19 @@ class _Undecided:
     """First bytes of a connection, kept (bounded) until they say what it carries.
 
     ``client_dir`` is known (0/1) when one endpoint is on a broker port, else -1.
+    ``scanned`` / ``later``: state of the mid-frame search per direction (see
+    :meth:`Pipeline._chained_requests`).
     """
 
-    __slots__ = ("events", "sizes", "data", "client_dir")
+    __slots__ = ("events", "sizes", "data", "client_dir", "scanned", "later")
 
     def __init__(self, client_dir: int = -1) -> None:
         self.client_dir = client_dir
         self.events: list = []
         self.sizes = [0, 0]
         self.data = [bytearray(), bytearray()]
+        self.scanned = [0, 0]
+        self.later: list[list[tuple[int, int]]] = [[], []]
 
 
 class Pipeline:
@@ -221,9 +226,8 @@ class Pipeline:
         self.ctx.summarizer.registry.record_learned = o.meta_records
         self._decode_packet = decode_packet
         self.stats = PipelineStats()
-        self._validator = request_validator(self.defs)
+        self._validator = self.ctx.request_validator()
         self._next_expire_ns = 0
-        self._new_issues: list[DecodeIssue] = []
 
     # ------------------------------------------------------------------ feeding
     def feed(self, pkt: CapturedPacket) -> list:
@@ -265,9 +269,6 @@ class Pipeline:
             app = conn.app
             if app is None:
                 app = self._classify(conn, ev)
-            if self._new_issues:
-                out.extend(self._new_issues)
-                self._new_issues.clear()
             if app is NOT_KAFKA:
                 if type(ev) is StreamData:
                     self.stats.other_bytes += len(ev.data)
@@ -282,7 +283,7 @@ class Pipeline:
                     out.append(self._summary(conn, "tls", max(app.client_dir, 0), None))
                 continue
             if type(app) is _Undecided:
-                out.extend(self._undecided(conn, app, ev))
+                out.extend(self._decide(conn, app, ev))
                 continue
             out.extend(self._to_kafka(app, ev))
         if self.options.meta_records:
@@ -321,8 +322,8 @@ class Pipeline:
         conn.app = CLOSED  # drop the Kafka state; late events of this connection are ignored
         if self.options.meta_records:
             sasl = getattr(app, "sasl", None)
-            out.append(self._summary(conn, "kafka07" if type(app).__name__ == "Kafka07Connection"
-                                     else "kafka", app.client_dir, app,
+            out.append(self._summary(conn, "kafka" if type(app) is KafkaConnection else "kafka07",
+                                     app.client_dir, app,
                                      sasl.to_json() if sasl is not None else None))
         if ev.reason == "evicted":
             out.append(app.issue(IssueKind.CONNECTION_EVICTED,
@@ -360,19 +361,7 @@ class Pipeline:
             app = KafkaConnection(self.ctx, conn, client_dir, mid_stream=mid)
         conn.app = app
         self.stats.kafka_connections += 1
-        if mid:
-            self._new_issues.append(app.issue(
-                IssueKind.MID_STREAM_START, "the connection was already open when the capture "
-                "started (no handshake seen): framing starts tentatively at the first byte",
-                severity=Severity.INFO, ts_ns=conn.first_ts_ns))
         return app
-
-    def _undecided(self, conn: TcpConnection, app: _Undecided, ev) -> list:
-        out = self._decide(conn, app, ev)
-        if self._new_issues:
-            out[:0] = self._new_issues
-            self._new_issues.clear()
-        return out
 
     def _decide(self, conn: TcpConnection, app: _Undecided, ev) -> list:
         """Buffer the first bytes of a connection until they say what it carries: Kafka (and
@@ -404,6 +393,11 @@ class Pipeline:
             return []
         kafka = self._make_kafka(conn, client_dir, "0.7" if kind == "kafka07" else "modern")
         out: list = []
+        if kafka.mid_stream:
+            out.append(kafka.issue(
+                IssueKind.MID_STREAM_START, "the connection was already open when the capture "
+                "started (no handshake seen): framing starts tentatively at the first byte",
+                severity=Severity.INFO, ts_ns=conn.first_ts_ns))
         for e in app.events:
             out.extend(self._to_kafka(kafka, e))
         return out
@@ -443,14 +437,43 @@ class Pipeline:
         if not conn.handshake_seen and wire != "0.7":
             # joined mid-frame: look for two chained plausible requests inside the window
             for d in (0, 1):
-                data = bytes(app.data[d])
-                for pos in range(1, max(0, len(data) - 14)):
-                    if self._validator(data, pos, False) == ACCEPT and \
-                            looks_like_request_stream(self.defs, data[pos:], self._validator) == ACCEPT:
-                        size = int.from_bytes(data[pos:pos + 4], "big", signed=True)
-                        if pos + 4 + size + 14 <= len(data):  # the chain was really checked
-                            return "kafka", d
+                if self._chained_requests(app, d):
+                    return "kafka", d
         return ("other", -1) if final else ("wait", -1)
+
+    def _chained_requests(self, app: _Undecided, d: int) -> bool:
+        """Does a plausible request start at some offset ``pos >= 1`` of direction ``d``'s
+        first bytes, followed by a second plausible request whose header is in the window?
+
+        Incremental, so that a connection arriving in many small segments costs linear, not
+        quadratic, time: each call examines only the offsets new since the previous call,
+        plus the offsets that more bytes could still turn into a match (``app.later``, as
+        ``(bytes needed, offset)``); the others are settled, since a validator's REJECT
+        depends only on bytes already present.
+        """
+        data = app.data[d]
+        n = len(data)
+        done = app.scanned[d]
+        if n == done:
+            return False
+        app.scanned[d] = n
+        validate = self._validator
+        keep = [e for e in app.later[d] if e[0] > n]
+        retry = [pos for need, pos in app.later[d] if need <= n]
+        for pos in itertools.chain(retry, range(max(1, done - 14), n - 14)):
+            verdict = validate(data, pos, False)
+            if verdict == ACCEPT:
+                nxt = pos + 4 + int.from_bytes(data[pos:pos + 4], "big", signed=True)
+                if nxt + 14 > n:
+                    keep.append((nxt + 14, pos))
+                    continue
+                verdict = validate(data, nxt, False)
+                if verdict == ACCEPT:
+                    return True
+            if verdict == NEED_MORE:
+                keep.append((n + 1, pos))
+        app.later[d] = keep
+        return False
 
     def _summary(self, conn: TcpConnection, kind: str, client_dir: int, app,
                  sasl: dict | None = None) -> ConnectionSummary:

@@ -14,11 +14,10 @@ import base64
 import datetime as _dt
 
 from kafkasniff.issues import DecodeIssue
-from kafkasniff.pairing.exchange import Exchange, Message
+from kafkasniff.pairing.exchange import SASL_TOKEN_API_KEY, Exchange, Message
+from kafkasniff.pairing.sasl import SASL_AUTHENTICATE
 from kafkasniff.output.values import DEFAULT_MAX_BYTES, describe_bytes
 from kafkasniff.protocol.primitives import RawRecords
-
-JSON_SCHEMA_VERSION = 1
 
 
 def jsonable(value, max_value_bytes: int = DEFAULT_MAX_BYTES):
@@ -167,12 +166,16 @@ def issue_to_dict(issue: DecodeIssue) -> dict:
 
 
 def format_ts(ts_ns: int) -> str:
-    """``2024-05-01T12:00:00.123456Z`` (UTC, microseconds) from integer ns."""
+    """``2024-05-01T12:00:00.123456Z`` (UTC, microseconds) from integer ns; dashes for 0,
+    and ``<ts_ns>ns`` for a time outside years 1-9999 (a crafted record timestamp)."""
     if not ts_ns:
         return "-" * 27
     sec, ns = divmod(ts_ns, 1_000_000_000)
-    return _dt.datetime.fromtimestamp(sec, _dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S") + \
-        f".{ns // 1000:06d}Z"
+    try:
+        day = _dt.datetime.fromtimestamp(sec, _dt.timezone.utc)
+    except (ValueError, OverflowError, OSError):
+        return f"{ts_ns}ns"
+    return day.strftime("%Y-%m-%dT%H:%M:%S") + f".{ns // 1000:06d}Z"
 
 
 def format_ms(ns: int | None) -> str:
@@ -213,9 +216,11 @@ def exchange_line(ex: Exchange, color: bool = False) -> str:
 
 def _sasl_note(ex: Exchange) -> str:
     """``sasl=SCRAM-SHA-256 user=bob`` for SaslAuthenticate and raw SASL token exchanges."""
-    if ex.api_key not in (36, -2) or ex.request is None or not ex.request.body:
+    if ex.api_key not in (SASL_AUTHENTICATE, SASL_TOKEN_API_KEY) or ex.request is None or \
+            not ex.request.body:
         return ""
-    desc = ex.request.body.get("auth_bytes") if ex.api_key == 36 else ex.request.body
+    desc = ex.request.body.get("auth_bytes") if ex.api_key == SASL_AUTHENTICATE else \
+        ex.request.body
     if not isinstance(desc, dict):
         return ""
     text = f"sasl={desc.get('mechanism') or '?'}"

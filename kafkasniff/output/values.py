@@ -14,18 +14,21 @@ import json
 DEFAULT_MAX_BYTES = 256
 
 
-def describe_bytes(data: bytes | None, max_bytes: int = DEFAULT_MAX_BYTES) -> dict | None:
+def describe_bytes(data: bytes | None, max_bytes: int = DEFAULT_MAX_BYTES, *,
+                   schema_frame: bool = True) -> dict | None:
     """A JSON-ready description of a key/value: ``None`` for null, else a dict with
     ``size_bytes`` and one of ``text``, ``json``, ``hex``, or ``schema_id`` + ``payload``
-    (itself described), plus ``truncated: true`` when the shown part was capped."""
+    (itself described, as text, JSON or hex: a schema frame is not looked for inside another,
+    so crafted bytes cannot nest them without end), plus ``truncated: true`` when the shown
+    part was capped. ``max_bytes`` <= 0 shows everything."""
     if data is None:
         return None
     n = len(data)
-    if n >= 5 and data[0] == 0:
+    if schema_frame and n >= 5 and data[0] == 0:
         schema_id = int.from_bytes(data[1:5], "big", signed=True)
         if schema_id > 0:
             return {"size_bytes": n, "schema_id": schema_id,
-                    "payload": describe_bytes(data[5:], max_bytes)}
+                    "payload": describe_bytes(data[5:], max_bytes, schema_frame=False)}
     shown = data[:max_bytes] if max_bytes > 0 else data
     out: dict = {"size_bytes": n}
     try:
@@ -36,7 +39,7 @@ def describe_bytes(data: bytes | None, max_bytes: int = DEFAULT_MAX_BYTES) -> di
         try:
             out["json"] = json.loads(text)
             return out
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: absurdly deep nesting
             pass
     if text is not None and _printable(text):
         out["text"] = text if (max_bytes <= 0 or n <= max_bytes) else \
@@ -49,11 +52,13 @@ def describe_bytes(data: bytes | None, max_bytes: int = DEFAULT_MAX_BYTES) -> di
 
 
 def _printable(text: str) -> bool:
-    return all(c.isprintable() or c in "\t\r\n" for c in text)
+    return text.isprintable() or all(c.isprintable() or c in "\t\r\n" for c in text)
 
 
 def short(desc: dict | None, width: int = 60) -> str:
-    """A one-line rendering of :func:`describe_bytes` output for the console."""
+    """A one-line rendering of :func:`describe_bytes` output for the console: at most
+    ``width`` characters (longer renderings end in ``…``), followed by the size (``(NB)``)
+    when ``describe_bytes`` capped the value."""
     if desc is None:
         return "null"
     if "schema_id" in desc:

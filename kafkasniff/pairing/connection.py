@@ -19,11 +19,11 @@ from dataclasses import dataclass, field, replace
 from kafkasniff.errors import DecodeError
 from kafkasniff.issues import DecodeIssue, IssueKind, Severity
 from kafkasniff.pairing.exchange import (NO_RESPONSE_EXPECTED, ORPHAN_RESPONSE, PAIRED,
-                                         UNANSWERED, Exchange, Message)
+                                         SASL_TOKEN_API_KEY, UNANSWERED, Exchange, Message)
 from kafkasniff.pairing.embedded import EmbeddedDecoder, embedded_topics
 from kafkasniff.pairing.record_data import RecordsLocator, RecordsSummary, decode_located
-from kafkasniff.pairing.sasl import (REDACTED_APIS, Redacted, SaslSession, is_secret_api,
-                                    redact_body)
+from kafkasniff.pairing.sasl import (REDACTED_APIS, SASL_AUTHENTICATE, SASL_HANDSHAKE, Redacted,
+                                    SaslSession, is_secret_api, redact_body)
 from kafkasniff.pairing.record_data import summarize as summarize_records
 from kafkasniff.pairing.summary import Summarizer
 from kafkasniff.protocol.decoder import _STRICT_ERRORS, BodyDecoder, BodyResult
@@ -39,8 +39,6 @@ from kafkasniff.tcp.types import TcpConnection
 
 _SIZE = struct.Struct(">i")
 PRODUCE = 0
-SASL_HANDSHAKE, SASL_AUTHENTICATE = 17, 36
-SASL_TOKEN_API_KEY = -2   # pseudo api_key of a raw SASL token exchange (KIP-43)
 GROUP_APIS = (11, 14, 15)  # JoinGroup, SyncGroup, DescribeGroups carry the consumer protocol
 DEFAULT_MAX_PENDING = 10_000
 MAX_INFERRED_ORPHANS = 64       # per connection; later orphans are kept raw without trying
@@ -63,14 +61,22 @@ _ISSUE_SEVERITY = {
 
 @dataclass(slots=True)
 class PairingContext:
-    """What every connection shares: definitions, decoders, options and global counters.
+    """What every connection shares: definitions, decoders and options.
 
     Attributes:
-        defs / decoder / summarizer: decoding machinery.
-        max_frame_bytes: largest accepted frame payload.
-        max_pending: requests waiting for a response per connection; beyond it the oldest
-            becomes ``unanswered`` with a ``pending_overflow`` issue.
+        defs / decoder / summarizer: decoding machinery (the summarizer's topic-id registry
+            is shared by every connection).
+        max_frame_bytes: largest accepted frame payload (bytes).
+        max_pending: requests waiting for a response per connection (and raw SASL tokens
+            waiting for the broker's); beyond it the oldest becomes ``unanswered`` (requests
+            with a ``pending_overflow`` issue).
         infer_orphans: try every response layout on orphan responses.
+        with_records: decode every record of record batches, not only batch headers.
+        max_uncompressed_bytes: bound on one batch's decompressed size (bytes).
+        show_secrets: keep SASL tokens, SCRAM credentials, delegation-token HMACs and
+            sensitive configs instead of redacting them.
+        locator: finds the ``records`` fields of a decoded body.
+        embedded: decodes the consumer protocol inside group APIs (set by :meth:`create`).
     """
 
     defs: Definitions
@@ -307,6 +313,8 @@ class KafkaConnection:
                       self.tcp.seq_at(d, frame.stream_offset))
         if from_client:
             self.sasl_tokens.append(msg)
+            if len(self.sasl_tokens) > self.ctx.max_pending:  # bounded, like requests
+                return [self._sasl_exchange(self.sasl_tokens.pop(0), None, UNANSWERED)]
             return []
         request = self.sasl_tokens.pop(0) if self.sasl_tokens else None
         return [self._sasl_exchange(request, msg, PAIRED if request else ORPHAN_RESPONSE)]

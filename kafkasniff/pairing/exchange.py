@@ -26,6 +26,10 @@ NO_RESPONSE_EXPECTED = "no_response_expected"
 UNANSWERED = "unanswered"
 ORPHAN_RESPONSE = "orphan_response"
 
+# pseudo api_key of a raw SASL token exchange (KIP-43: tokens without Kafka framing after
+# SaslHandshake v0); such exchanges are named ``SaslToken``, version and correlation_id -1
+SASL_TOKEN_API_KEY = -2
+
 
 @dataclass(frozen=True, slots=True)
 class Message:

@@ -128,7 +128,8 @@ class Summarizer:
                 self._walk(sub, v, errors, topics, topic_ids)
             elif action == _TOPIC_LIST:
                 for t in v:
-                    topics[t] = None
+                    if t is not None:  # a null item is a spec departure, reported as such
+                        topics[t] = None
         if name is not None and tid is not None:
             self.registry.learn(tid, name)
 

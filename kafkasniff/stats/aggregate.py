@@ -19,7 +19,6 @@ from kafkasniff.pairing.exchange import PAIRED, Exchange
 RELATIVE_ACCURACY = 0.01
 SKETCH_BINS = 2048
 OTHER = "(other)"
-QUANTILES = (0.5, 0.9, 0.99)
 
 
 def new_sketch() -> LogCollapsingLowestDenseDDSketch:
@@ -32,9 +31,10 @@ class Row:
     """Counters of one row (one API, client_id, broker or topic).
 
     Attributes: ``count`` exchanges, ``statuses`` by status, ``errors`` (error name ->
-    exchanges with it), ``error_exchanges``, ``latency`` sketch (ns, paired only), ``max_ns``,
-    ``throttled`` (exchanges with throttle_time_ms > 0), ``throttle_total_ms``,
-    ``throttle_max_ms``, ``request_bytes``, ``response_bytes``.
+    exchanges with it), ``error_exchanges``, ``latency`` sketch (ns, paired only; negative
+    latencies counted as 0), ``min_ns`` / ``max_ns`` of those (``min_ns`` -1 before the
+    first), ``throttled`` (exchanges with throttle_time_ms > 0), ``throttle_total_ms``,
+    ``throttle_max_ms``, ``request_bytes``, ``response_bytes`` (frames on the wire).
     """
 
     __slots__ = ("count", "statuses", "errors", "error_exchanges", "latency", "max_ns", "min_ns",
@@ -157,11 +157,10 @@ class Aggregator:
         for t in ex.topics:
             self.topics.row(t).add(ex)
         for i in ex.issues:
-            self.issues[i.kind] += 1
-            self.issue_severity[i.severity] += 1
+            self.add_issue(i)
 
     def add_issue(self, issue: DecodeIssue) -> None:
-        """Count a standalone issue."""
+        """Count one issue (by kind and by severity)."""
         self.issues[issue.kind] += 1
         self.issue_severity[issue.severity] += 1
 

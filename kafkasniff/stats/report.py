@@ -9,12 +9,12 @@ def _ms(ns) -> str:
     return "-" if ns is None else f"{ns / 1e6:.2f}"
 
 
-def _bytes(n: int) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if n < 1024 or unit == "GiB":
+def _bytes(n: float) -> str:
+    for unit in ("B", "KiB", "MiB"):
+        if n < 1024:
             return f"{n:.0f}{unit}" if unit == "B" else f"{n:.1f}{unit}"
         n /= 1024
-    return str(n)
+    return f"{n:.1f}GiB"
 
 
 def _errors(d: dict, limit: int = 3) -> str:
@@ -26,7 +26,9 @@ def _errors(d: dict, limit: int = 3) -> str:
 
 
 def render_table(title: str, header: list[str], rows: list[list[str]]) -> str:
-    """A plain left/right-aligned text table (numbers right-aligned)."""
+    """A plain text table: ``title``, the header, a rule, one line per row (each row as many
+    cells as ``header``); cells of later columns that start with a digit, or are ``-``, are
+    right-aligned. Ends with a newline; ``(none)`` stands for no rows."""
     if not rows:
         return f"{title}\n  (none)\n"
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
@@ -43,39 +45,39 @@ def render_table(title: str, header: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _rows(table: dict, top: int, with_bytes: bool = True) -> list[list[str]]:
-    rows = []
-    for key, r in list(table.items())[:top]:
-        row = [str(key), str(r["count"]), str(r["error_exchanges"]), _errors(r["errors"]),
-               _ms(r["latency_p50_ns"]), _ms(r["latency_p90_ns"]), _ms(r["latency_p99_ns"]),
-               _ms(r["latency_max_ns"]), str(r["throttled"]), str(r["throttle_total_ms"]),
-               str(r["throttle_max_ms"])]
-        if with_bytes:
-            row += [_bytes(r["request_bytes"]), _bytes(r["response_bytes"])]
-        rows.append(row)
-    return rows
+def _rows(table: dict, top: int) -> list[list[str]]:
+    return [[str(key), str(r["count"]), str(r["error_exchanges"]), _errors(r["errors"]),
+             _ms(r["latency_p50_ns"]), _ms(r["latency_p90_ns"]), _ms(r["latency_p99_ns"]),
+             _ms(r["latency_max_ns"]), str(r["throttled"]), str(r["throttle_total_ms"]),
+             str(r["throttle_max_ms"]), _bytes(r["request_bytes"]), _bytes(r["response_bytes"])]
+            for key, r in list(table.items())[:top]]
 
 
-HEADER = ["{}", "count", "err", "errors by name", "p50 ms", "p90 ms", "p99 ms", "max ms",
-          "thr", "thr total ms", "thr max ms"]
+# the columns of every table after its key column, in the order of _rows
+COLUMNS = ["count", "err", "errors by name", "p50 ms", "p90 ms", "p99 ms", "max ms", "thr",
+           "thr total ms", "thr max ms", "req bytes", "resp bytes"]
 
 
 def render_report(report: dict, pipeline_stats: dict | None = None, top: int = 20) -> str:
-    """The whole ``stats`` text output."""
+    """The whole ``stats`` text output: the per API, client_id, broker and topic tables (at
+    most ``top`` rows each), issues and counters, and a summary line.
+
+    ``report`` is :meth:`~kafkasniff.stats.aggregate.Aggregator.to_dict`; ``pipeline_stats``
+    (optional) has the ``packets``, ``kafka_connections``, ``other_connections`` and
+    ``skipped`` (reason -> packets) counts of :class:`kafkasniff.pipeline.PipelineStats`.
+    Latencies are shown in ms.
+    """
     parts = []
-    bytes_header = ["req bytes", "resp bytes"]
     for title, key, label in (("Per API", "apis", "api"), ("Per client_id", "clients", "client_id"),
                               ("Per broker", "brokers", "broker"), ("Per topic", "topics", "topic")):
-        header = [label] + HEADER[1:] + bytes_header
-        parts.append(render_table(title, header, _rows(report[key], top)))
+        parts.append(render_table(title, [label] + COLUMNS, _rows(report[key], top)))
     issues = report["issues"]
     issue_rows = [[k, str(v)] for k, v in issues.items()]
     if pipeline_stats:
         for reason, n in sorted(pipeline_stats.get("skipped", {}).items()):
             issue_rows.append([f"skipped packets: {reason}", str(n)])
-        for k in ("other_connections",):
-            if pipeline_stats.get(k):
-                issue_rows.append([k.replace("_", " "), str(pipeline_stats[k])])
+        if pipeline_stats.get("other_connections"):
+            issue_rows.append(["other connections", str(pipeline_stats["other_connections"])])
     statuses = report["total"]["statuses"]
     for s in ("unanswered", "orphan_response", "no_response_expected"):
         if statuses.get(s):

@@ -632,3 +632,20 @@ def test_request_with_a_damaged_header_still_pairs():
     w.req(first[21:], 3)
     ex = one(w.resp(response(1, metadata_v1_response_body()), 4))
     assert ex.status == PAIRED and ex.api_name == "Metadata"
+
+
+def test_raw_sasl_tokens_waiting_for_the_broker_are_bounded():
+    """Raw KIP-43 client tokens the broker never answers: beyond max_pending the oldest is
+    given up as an unanswered SaslToken exchange, like requests."""
+    from kafkasniff.pairing.sasl import SaslSession
+
+    w = Wire(PairingContext.create(DEFS, max_pending=2))
+    w.conn.sasl = SaslSession()
+    w.conn.sasl.begin_raw_phase("PLAIN")
+    tokens = [b"\x00user%d\x00secret" % i for i in range(3)]
+    assert w.req(i32(len(tokens[0])) + tokens[0], 1) == []
+    assert w.req(i32(len(tokens[1])) + tokens[1], 2) == []
+    ex = one(w.req(i32(len(tokens[2])) + tokens[2], 3))
+    assert (ex.api_name, ex.status, ex.response) == ("SaslToken", UNANSWERED, None)
+    assert ex.request.first_ts_ns == 1
+    assert [e.request.first_ts_ns for e in exchanges(w.close())] == [2, 3]

@@ -167,3 +167,12 @@ def test_interest_tree_keeps_only_relevant_paths():
     keys = {k for k, _, _ in tree}
     assert "topics" in keys
     assert "brokers" not in keys and "controller_id" not in keys
+
+
+def test_null_in_a_topic_name_array_is_not_a_topic():
+    """A peer writing a null item in a ``[]string`` of topic names (a spec departure the
+    lenient decoder keeps as None) must not put None among the topics."""
+    s = Summarizer(DEFS)
+    plan = DEFS.plan(DEFS.apis[20].request, 1)          # DeleteTopics v1: topic_names
+    summary = s.summarize(plan, {"topic_names": [None, "a"], "timeout_ms": 1000}, None, None)
+    assert summary.topics == summary.wire_topics == ("a",)

@@ -1,0 +1,62 @@
+"""Pipeline: finding Kafka on any port in connections joined mid-stream."""
+
+from __future__ import annotations
+
+from kafkasniff.capture.types import CapturedPacket
+from kafkasniff.pairing.exchange import Exchange
+from kafkasniff.pipeline import Pipeline, PipelineOptions
+from tests.capture.builders import ether, ipv4, tcp_header
+from tests.pairing.frames import (heartbeat_v0_response_body, metadata_v1_request,
+                                  metadata_v1_response_body, request_stream, response)
+
+CLIENT, BROKER = bytes([10, 0, 0, 1]), bytes([10, 0, 0, 2])
+CPORT, BPORT = 40000, 30000          # no broker port: found by request-header detection
+
+
+def packets(client: bytes, broker: bytes, segment: int) -> list[CapturedPacket]:
+    """Both directions cut into ``segment``-byte packets, interleaved; no SYN (mid-stream)."""
+    out = []
+    seq = [1000, 5000]
+    streams = [(client, CLIENT, BROKER, CPORT, BPORT), (broker, BROKER, CLIENT, BPORT, CPORT)]
+    for k in range(0, max(len(client), len(broker)), segment):
+        for d, (data, src, dst, sport, dport) in enumerate(streams):
+            chunk = data[k:k + segment]
+            if not chunk:
+                continue
+            frame = ether(ipv4(src, dst, tcp_header(sport, dport, seq[d], seq[1 - d]) + chunk))
+            out.append(CapturedPacket(10**18 + len(out) * 1000, 1, frame, len(frame)))
+            seq[d] += len(chunk)
+    return out
+
+
+def decode(pkts: list[CapturedPacket]) -> tuple[Pipeline, list]:
+    pipe = Pipeline(PipelineOptions(ports=frozenset({9092})))
+    out = [rec for pkt in pkts for rec in pipe.feed(pkt)]
+    return pipe, out + pipe.finish()
+
+
+def test_joined_mid_frame_in_tiny_segments_is_found_and_decoded():
+    """The capture starts inside a request: two chained requests later in the stream show
+    it is Kafka, however small the segments (each byte examined once, see
+    ``Pipeline._chained_requests``), with the same result for every segment size."""
+    cut = metadata_v1_request(1, ["orders", "payments"])[9:]
+    reqs = request_stream(6, first_corr=2)
+    answers = [response(2 + i, heartbeat_v0_response_body()) for i in range(6)]
+    client = cut + b"".join(reqs)
+    broker = response(1, metadata_v1_response_body())[5:] + b"".join(answers)
+    results = set()
+    for segment in (1, 3, 64, 1460):
+        pipe, out = decode(packets(client, broker, segment))
+        assert pipe.stats.kafka_connections == 1 and pipe.stats.other_connections == 0
+        corrs = tuple(sorted(rec.correlation_id for rec in out
+                             if type(rec) is Exchange and rec.request is not None))
+        assert corrs == (2, 3, 4, 5, 6, 7), segment
+        results.add(corrs)
+    assert len(results) == 1
+
+
+def test_other_traffic_joined_mid_stream_is_not_kafka():
+    noise = bytes((i * 7919) % 251 for i in range(20_000))
+    pipe, out = decode(packets(noise, noise[::-1], 50))
+    assert pipe.stats.kafka_connections == 0 and pipe.stats.other_connections == 1
+    assert out == []
