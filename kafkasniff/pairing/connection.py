@@ -505,7 +505,8 @@ class KafkaConnection:
                                      ts_ns=frame.first_ts_ns, direction=rdir,
                                      stream_offset=frame.stream_offset, correlation_id=corr,
                                      api_key=h.api_key, api_version=h.api_version))
-            msg = self._message(frame, {"correlation_id": corr}, None, 4, frame.payload)
+            msg = self._message(frame, {"correlation_id": corr}, None, 4, frame.payload,
+                                h.api_key)
             return [self._exchange(p, msg, None, PAIRED, issues)]
         header = {"correlation_id": corr}
         if tagged:

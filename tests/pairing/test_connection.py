@@ -649,3 +649,22 @@ def test_raw_sasl_tokens_waiting_for_the_broker_are_bounded():
     assert (ex.api_name, ex.status, ex.response) == ("SaslToken", UNANSWERED, None)
     assert ex.request.first_ts_ns == 1
     assert [e.request.first_ts_ns for e in exchanges(w.close())] == [2, 3]
+
+
+def test_secret_response_with_a_bad_header_keeps_its_body_redacted():
+    """SaslAuthenticate v2 whose response header (flexible: tagged fields) cannot be decoded:
+    the body is kept raw, and raw bytes of a secret-bearing API are redacted like any other
+    undecoded body of one."""
+    from kafkasniff.pairing.sasl import Redacted
+
+    w = Wire()
+    secret = b"server-final-v=c2VjcmV0LXNpZ25hdHVyZQ=="
+    req = request(36, 2, 7, bytes([len(b"token") + 1]) + b"token" + b"\x00", flexible=True)
+    assert w.req(req, 100) == []
+    # correlation_id, then a tagged-field count far beyond the bytes left
+    out = w.resp(i32(4 + 5 + len(secret)) + i32(7) + b"\xff\xff\xff\xff\x07" + secret, 200)
+    ex = one(out)
+    assert ex.status == PAIRED
+    assert any(i.kind == IssueKind.HEADER_DECODE_ERROR for i in ex.issues)
+    assert ex.response.raw_body is None
+    assert isinstance(ex.response.body["_raw_body"], Redacted)
