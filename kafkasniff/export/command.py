@@ -27,24 +27,37 @@ def parse_partition_by(ctx, param, value: str) -> tuple[str, ...]:
         raise click.BadParameter(str(exc)) from None
 
 
+def table_options(func):
+    """The options of the written tables, shared by ``export`` and ``spark decode``:
+    ``--records`` (``with_records``), ``--partition-by`` (``partition_by``, a tuple),
+    ``--format`` (``fmt``) and ``--row-group-rows`` (``row_group_rows``)."""
+    opts = [
+        click.option("--records", "with_records", is_flag=True,
+                     help="Also write the records table: one row per record (key, value, "
+                          "headers, offset, timestamp ...)."),
+        click.option("--partition-by", "partition_by", default="", callback=parse_partition_by,
+                     metavar="date|hour|date,hour",
+                     help="Hive partition directories (date=YYYY-MM-DD/hour=HH) from each "
+                          "row's UTC time."),
+        click.option("--format", "fmt", type=click.Choice(["parquet", "jsonl"]),
+                     default="parquet", show_default=True,
+                     help="File format (JSON Lines: timestamps ISO 8601 UTC, binary base64)."),
+        click.option("--row-group-rows", type=click.IntRange(1), default=50_000,
+                     show_default=True,
+                     help="Rows per Parquet row group (bounds memory per open file)."),
+    ]
+    for o in reversed(opts):
+        func = o(func)
+    return func
+
+
 @click.command("export")
 @input_options
 @click.option("-o", "--output", "output", required=True,
               type=click.Path(file_okay=False, writable=True),
               help="Output directory: one sub-directory per table (exchanges, partitions, "
                    "records, issues, connections, topic_ids).")
-@click.option("--records", "with_records", is_flag=True,
-              help="Also write the records table: one row per record (key, value, headers, "
-                   "offset, timestamp ...).")
-@click.option("--partition-by", "partition_by", default="", callback=parse_partition_by,
-              metavar="date|hour|date,hour",
-              help="Hive partition directories (date=YYYY-MM-DD/hour=HH) from each row's UTC "
-                   "time.")
-@click.option("--format", "fmt", type=click.Choice(["parquet", "jsonl"]), default="parquet",
-              show_default=True, help="File format (JSON Lines: timestamps ISO 8601 UTC, "
-                                      "binary base64).")
-@click.option("--row-group-rows", type=click.IntRange(1), default=50_000, show_default=True,
-              help="Rows per Parquet row group (bounds memory per open file).")
+@table_options
 @click.option("--capture-name", default=None,
               help="Value of the capture column (default: each input file's name).")
 @click.option("--file-tag", default="",

@@ -12,6 +12,11 @@ the pipeline's connection number.
 
 Secrets: decoded bodies already hold redaction markers instead of secrets (unless the
 pipeline ran with ``show_secrets``); raw frames are never exported.
+
+Record offsets and timestamps that Kafka computes as base + delta (a record's offset and
+timestamp, a batch's last offset) are written as Kafka's Java code computes them, in signed
+64-bit arithmetic (``_wrap_int64``): a crafted batch cannot push them out of the ``int64``
+columns and fail the whole file.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ from kafkasniff.pairing.record_data import RecordsLocator, summarize
 from kafkasniff.protocol.primitives import RawRecords
 
 _HOUR_NS = 3_600_000_000_000
+_I64 = 1 << 63
 _PARTITION_KEYS = ("partition_index", "index", "partition")
 
 
@@ -82,6 +88,16 @@ def _endpoints(client: str, broker: str) -> dict:
 
 def _int(v):
     return v if type(v) is int else None
+
+
+def _wrap_int64(v: int | None) -> int | None:
+    """``v`` reduced to a signed 64-bit integer the way Java's ``long`` addition wraps (Kafka's
+    ``baseOffset + offsetDelta``, ``baseTimestamp + timestampDelta``, ``baseOffset +
+    lastOffsetDelta``, KIP-98 record batch v2); ``None`` stays ``None``. Values already in
+    range are returned unchanged."""
+    if v is None or -_I64 <= v < _I64:
+        return v
+    return (v + _I64) % (_I64 << 1) - _I64
 
 
 def _str(v):
@@ -315,8 +331,9 @@ def _record_summary_columns(s) -> dict:
         return {}
     return {"batches": s.batches, "records": s.records, "records_bytes": s.records_bytes,
             "compressed_bytes": s.compressed_bytes, "uncompressed_bytes": s.uncompressed_bytes,
-            "codecs": list(s.codecs), "first_offset": s.first_offset,
-            "last_offset": s.last_offset, "crc_errors": s.crc_errors, "partial": s.partial}
+            "codecs": list(s.codecs), "first_offset": _wrap_int64(s.first_offset),
+            "last_offset": _wrap_int64(s.last_offset), "crc_errors": s.crc_errors,
+            "partial": s.partial}
 
 
 def partition_rows(ex: Exchange, base: dict, defs) -> list[dict]:
@@ -433,7 +450,12 @@ def record_rows(ex: Exchange, xid: str, capture: str, defs) -> list[dict]:
             for r in b.records:
                 row = dict(bbase)
                 tms = r.timestamp_ms
-                row["offset"] = r.offset
+                off = r.offset
+                if not -_I64 <= off < _I64:     # base + delta of a crafted batch
+                    off = _wrap_int64(off)
+                if tms is not None and not -_I64 <= tms < _I64:
+                    tms = _wrap_int64(tms)
+                row["offset"] = off
                 row["timestamp_ms"] = tms
                 row["timestamp"] = tms * 1000 if tms is not None and \
                     _MIN_TS_MS <= tms <= _MAX_TS_MS else None

@@ -141,7 +141,9 @@ class TableWriter:
 
     # -- writing
     def write(self, row: dict) -> None:
-        """Add one row."""
+        """Add one row. Rows are converted to Arrow in batches (up to 2 048 rows): a null in a
+        non-nullable column raises ``ValueError`` when its batch is converted (this call or
+        a later ``write`` / ``flush`` / ``close``)."""
         self._pending.append(row)
         self.rows_written += 1
         if len(self._pending) >= self._convert_every:
@@ -266,12 +268,15 @@ class ConnectionTap:
         return events
 
     def feed(self, seg):
+        """The wrapped reassembler's ``feed(seg)`` (its list of stream events), noted."""
         return self._note(self._inner.feed(seg))
 
     def expire(self, *args, **kwargs):
+        """The wrapped reassembler's ``expire(...)`` (its list of stream events), noted."""
         return self._note(self._inner.expire(*args, **kwargs))
 
     def flush(self, *args, **kwargs):
+        """The wrapped reassembler's ``flush(...)`` (its list of stream events), noted."""
         return self._note(self._inner.flush(*args, **kwargs))
 
     def release(self) -> None:

@@ -17,7 +17,7 @@ import click
 
 from kafkasniff.cli import _inputs, input_options
 from kafkasniff.errors import KafkaSniffError
-from kafkasniff.export.command import parse_partition_by
+from kafkasniff.export.command import table_options
 
 __all__ = ["spark_group"]
 
@@ -99,16 +99,7 @@ def spark_group() -> None:
 @click.option("--split-threshold-mb", type=click.IntRange(1), default=64, show_default=True,
               help="Captures at least this large are split by connection into shards "
                    "decoded in parallel.")
-@click.option("--records", "with_records", is_flag=True,
-              help="Also write the records table (one row per record).")
-@click.option("--partition-by", "partition_by", default="", callback=parse_partition_by,
-              metavar="date|hour|date,hour",
-              help="Hive partition directories (date=YYYY-MM-DD/hour=HH) from each row's UTC "
-                   "time.")
-@click.option("--format", "fmt", type=click.Choice(["parquet", "jsonl"]), default="parquet",
-              show_default=True, help="File format.")
-@click.option("--row-group-rows", type=click.IntRange(1), default=50_000, show_default=True,
-              help="Rows per Parquet row group.")
+@table_options
 @click.option("--no-verify", is_flag=True,
               help="Do not read the tables back to check the row counts.")
 @click.option("--keep-scratch", is_flag=True,

@@ -234,7 +234,7 @@ def _split_rows(tasks: list[dict], ids: Iterable[int]) -> Iterator[dict]:
         t = tasks[tid]
         try:
             res = split_capture(t["path"], t["scratch"], t["shards"], stem=t["stem"])
-        except KafkaSniffError as exc:
+        except (KafkaSniffError, OSError) as exc:   # OSError: e.g. scratch space full
             yield {"task": tid, "shard": -1, "path": None, "packets": 0, "issues": 0,
                    "error": str(exc)}
             continue
@@ -253,9 +253,8 @@ def _write_source_issues(t: dict, res) -> None:
     from kafkasniff.export.writer import ExportSink
 
     sink = ExportSink(t["out_dir"], file_stem=f"{t['capture']}-split", fmt=t["fmt"],
-                      partition_by=tuple(t["partition_by"]), with_records=False,
-                      row_group_rows=t["row_group_rows"])
-    sink.tables, sink.counts = ("issues",), {"issues": 0}   # no empty files for the others
+                      partition_by=tuple(t["partition_by"]), row_group_rows=t["row_group_rows"],
+                      tables=("issues",))   # no empty files for the others
     last_ts = max((i.ts_ns for i in res.issues), default=0)
     try:
         for issue in res.issues:
@@ -277,7 +276,7 @@ def _decode_rows(tasks: list[dict], ids: Iterable[int]) -> Iterator[dict]:
                                   partition_by=tuple(t["partition_by"]), fmt=t["fmt"],
                                   capture_name=t["capture"], file_tag=t["tag"],
                                   row_group_rows=t["row_group_rows"])
-        except KafkaSniffError as exc:
+        except (KafkaSniffError, OSError) as exc:   # OSError: e.g. output not writable
             yield {"task": tid, "tbl": None, "n": 0, "error": str(exc)}
             continue
         for table, n in got.items():
@@ -364,7 +363,7 @@ def spark_decode(inputs: Iterable[str | os.PathLike[str]], out_dir: str | os.Pat
         SparkSetupError: Spark cannot start (no Java, no PySpark ...).
     """
     from kafkasniff.export.schema import TABLES
-    from kafkasniff.export.writer import FORMATS, _safe_name, normalize_partition_by
+    from kafkasniff.export.writer import _EXT, FORMATS, _safe_name, normalize_partition_by
     from kafkasniff.spark.session import spark_session
     from kafkasniff.spark.split import SHARD_TARGET_BYTES, SPLIT_THRESHOLD_BYTES, shard_count
 
@@ -377,7 +376,7 @@ def spark_decode(inputs: Iterable[str | os.PathLike[str]], out_dir: str | os.Pat
     names = capture_names(paths)
     out = Path(out_dir).absolute()
     out.mkdir(parents=True, exist_ok=True)
-    ext = ".parquet" if fmt == "parquet" else ".jsonl"
+    ext = _EXT[fmt]
     result = DecodeResult(out_dir=str(out), captures=dict(names))
     sizes = {name: os.path.getsize(p) for name, p in names.items()}
     result.input_bytes = sum(sizes.values())
@@ -477,11 +476,13 @@ def _merge_topic_ids(out: Path, captures: list[str], fmt: str, partition_by: tup
     tiny: one row per topic id). Returns the change in the row count (<= 0)."""
     import pyarrow.parquet as pq
 
+    from kafkasniff.export.rows import topic_row
     from kafkasniff.export.schema import SCHEMAS
-    from kafkasniff.export.writer import ExportSink, _safe_name
+    from kafkasniff.export.writer import _EXT, ExportSink, _safe_name
+    from kafkasniff.pipeline import TopicName
 
     tdir = out / "topic_ids"
-    ext = ".parquet" if fmt == "parquet" else ".jsonl"
+    ext = _EXT[fmt]
     delta = 0
     for name in captures:
         pat = re.compile(re.escape(f"part-{_safe_name(name)}-") + r"\d+of\d+-\d+"
@@ -495,7 +496,9 @@ def _merge_topic_ids(out: Path, captures: list[str], fmt: str, partition_by: tup
                 got = pq.read_table(f, schema=SCHEMAS["topic_ids"]).to_pylist()
             else:
                 got = _read_jsonl(f)
-            rows.extend(_topic_row_for_writer(r) for r in got)
+            # read back (datetimes) -> the writer's form (integers, microseconds)
+            rows.extend(topic_row(TopicName(r["topic_id"], r["topic_name"],
+                                            r["first_seen_ts_ns"]), r["capture"]) for r in got)
         best: dict[tuple[str, str], dict] = {}
         for r in rows:
             k = (r["topic_id"], r["topic_name"])
@@ -503,8 +506,7 @@ def _merge_topic_ids(out: Path, captures: list[str], fmt: str, partition_by: tup
                 best[k] = r
         keep = sorted(best.values(), key=lambda r: (r["ts_ns"], r["topic_id"], r["topic_name"]))
         sink = ExportSink(out, file_stem=f"{name}-split", fmt=fmt, partition_by=partition_by,
-                          row_group_rows=row_group_rows)
-        sink.tables, sink.counts = ("topic_ids",), {"topic_ids": 0}
+                          row_group_rows=row_group_rows, tables=("topic_ids",))
         try:
             sink.add_rows("topic_ids", keep)
             sink.close(empty_ts_ns=keep[0]["ts_ns"] if keep else 0)
@@ -515,15 +517,6 @@ def _merge_topic_ids(out: Path, captures: list[str], fmt: str, partition_by: tup
             f.unlink()
         delta += len(keep) - len(rows)
     return delta
-
-
-def _topic_row_for_writer(r: dict) -> dict:
-    """A row read back by pyarrow (datetimes) -> the writer's form (integers, microseconds)."""
-    from kafkasniff.export.rows import time_columns
-
-    return {"capture": r["capture"], **time_columns(r["ts_ns"]), "topic_id": r["topic_id"],
-            "topic_name": r["topic_name"], "first_seen": r["first_seen_ts_ns"] // 1000,
-            "first_seen_ts_ns": r["first_seen_ts_ns"]}
 
 
 def _read_jsonl(path: Path) -> list[dict]:

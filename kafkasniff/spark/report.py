@@ -312,7 +312,8 @@ def run_report(spark, root: str | os.PathLike[str], *, top: int = 20, write: boo
                echo: Callable[[str], None] = print) -> dict:
     """Register the views, compute every report, print each (``top`` rows) and write each as
     Parquet under ``root/report/<name>/`` (the whole result, replacing an earlier run).
-    Returns report name -> DataFrame."""
+    Returns report name -> DataFrame; raises :class:`~kafkasniff.errors.KafkaSniffError` when
+    ``root`` holds none of the exchanges, partitions and issues tables."""
     views = register_views(spark, root)
     if not any(t in views for t in ("exchanges", "partitions", "issues")):
         from kafkasniff.errors import KafkaSniffError

@@ -11,10 +11,13 @@ zstandard, numpy).
 Every session gets: ``spark.sql.session.timeZone=UTC`` (timestamps print and bucket in UTC
 like the rest of kafkasniff), ``spark.sql.parquet.outputTimestampType=TIMESTAMP_MICROS``
 (what the export schemas use), no console progress bar, and logging at WARN (a log4j2
-configuration that silences Spark's start-up chatter). ``PYSPARK_PYTHON`` and
-``PYSPARK_DRIVER_PYTHON`` default to this interpreter (``sys.executable``) so that Python
-workers run the same virtualenv, with kafkasniff importable; on a cluster that path must
-exist on every node (see ``docs/spark.md``), or set ``PYSPARK_PYTHON`` yourself.
+configuration that silences Spark's start-up chatter); a new session outside
+``spark-submit`` also gets ``spark.sql.warehouse.dir`` in the temporary directory, so that
+Spark's catalog directory (``spark-warehouse``) is not made where the command runs.
+``PYSPARK_PYTHON`` and ``PYSPARK_DRIVER_PYTHON`` default to this interpreter
+(``sys.executable``) so that Python workers run the same virtualenv, with kafkasniff
+importable; on a cluster that path must exist on every node (see ``docs/spark.md``), or set
+``PYSPARK_PYTHON`` yourself.
 
 PySpark is imported only inside these functions, never at module import.
 """

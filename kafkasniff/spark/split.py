@@ -152,6 +152,7 @@ def split_capture(source: str | os.PathLike[str], out_dir: str | os.PathLike[str
         with open_capture(source) as packets:
             for pkt in packets:
                 seg = decode(pkt)
+                # shard_of(seg, n) inlined (per packet, with the locals above)
                 if type(seg) is seg_type:
                     a = seg.src_ip + seg.src_port.to_bytes(2, "big")
                     b = seg.dst_ip + seg.dst_port.to_bytes(2, "big")

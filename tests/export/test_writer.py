@@ -288,3 +288,39 @@ def test_export_through_the_main_command(tmp_path):
     assert res.exit_code == 0, res.output
     assert "export: exchanges 22," in res.output
     assert pq.read_table(tmp_path / "exchanges").num_rows == 22
+
+
+def _produce_capture(batch: bytes) -> bytes:
+    """One Produce v3 exchange carrying ``batch`` (client 10.0.0.1:40000, broker :9092)."""
+    from tests.capture import builders as b
+    from tests.pairing import frames as F
+
+    c, s = bytes([10, 0, 0, 1]), bytes([10, 0, 0, 2])
+    req = F.produce_v3_request(1, topics=(("orders", ((0, batch),)),))
+    resp = F.response(1, F.produce_v3_response_body())
+    return b.pcap([
+        (1_700_000_000, 0, b.ether(b.ipv4(c, s, b.tcp_header(seq=999, ack=0, flags=0x02)))),
+        (1_700_000_000, 1, b.ether(b.ipv4(c, s, b.tcp_header(seq=1000, ack=2000) + req))),
+        (1_700_000_000, 2, b.ether(b.ipv4(s, c, b.tcp_header(
+            sport=9092, dport=40000, seq=2000, ack=1000 + len(req)) + resp)))])
+
+
+def test_offsets_and_timestamps_beyond_int64_do_not_fail_the_export(tmp_path):
+    """base offset + delta and base timestamp + delta of a crafted batch leave the int64
+    range: they are written as Kafka's Java code computes them (64-bit wrap-around) instead
+    of failing the whole file."""
+    from tests.protocol.batch_encoder import Rec, record_batch
+
+    top = 2**63 - 1
+    batch = record_batch([Rec(value=b"v", offset_delta=5, timestamp_delta=2**62)],
+                         base_offset=top, base_timestamp=2**62, max_timestamp=0)
+    pcap = tmp_path / "crafted.pcap"
+    pcap.write_bytes(_produce_capture(batch))
+    counts = export_captures([pcap], tmp_path / "out", with_records=True)
+    assert counts["exchanges"] == counts["records"] == 1
+    rec = pq.read_table(tmp_path / "out" / "records").to_pylist()[0]
+    assert rec["offset"] == top + 5 - 2**64 and rec["batch_base_offset"] == top
+    assert rec["timestamp_ms"] == 2**63 - 2**64 and rec["timestamp"] is None
+    for table in ("exchanges", "partitions"):
+        row = pq.read_table(tmp_path / "out" / table).to_pylist()[0]
+        assert (row["first_offset"], row["last_offset"]) == (top, top + 5 - 2**64), table

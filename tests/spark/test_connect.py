@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import time
 
 import pyarrow.parquet as pq
 import pytest
@@ -75,8 +74,7 @@ def test_decode_report_watch_over_spark_connect(connect_server, exported, tmp_pa
     assert sum(r["exchanges"] for r in pq.read_table(out / "report" / "latency_by_api")
                .to_pylist()) == sum(len(table_rows(exported, "exchanges", p.name))
                                     for p in CLUSTER_CAPTURES)
-    t0 = time.monotonic()
+    # --available-now stops by itself (run_cli's timeout catches a hang)
     watch = run_cli(["watch", str(out), "--remote", connect_server, "--available-now",
                      "--watermark", "1 day"])
     assert "window_start" in watch.stdout and "Fetch" in watch.stdout
-    assert time.monotonic() - t0 < 240
