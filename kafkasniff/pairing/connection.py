@@ -14,6 +14,7 @@ inferred when exactly one API's response layout fits the whole frame.
 from __future__ import annotations
 
 import struct
+from collections import deque
 from dataclasses import dataclass, field, replace
 
 from kafkasniff.errors import DecodeError
@@ -158,6 +159,7 @@ class _Pending:
     seq: int = 0
     records: object = None
     record_fields: tuple = ()
+    waiting: bool = True        # False once answered, given up or flushed
 
 
 class KafkaConnection:
@@ -172,7 +174,7 @@ class KafkaConnection:
 
     __slots__ = ("ctx", "tcp", "client_dir", "client", "broker", "framers", "pending",
                  "pending_count", "mid_stream", "synced_once", "exchanges", "orphans",
-                 "unanswered", "acks0", "requests", "sasl", "sasl_tokens")
+                 "unanswered", "acks0", "requests", "sasl", "sasl_tokens", "_overflow")
 
     def __init__(self, ctx: PairingContext, tcp: TcpConnection, client_dir: int,
                  mid_stream: bool) -> None:
@@ -183,6 +185,9 @@ class KafkaConnection:
         self.broker = tcp.endpoint(1 - client_dir)
         self.pending: dict[int, list[_Pending]] = {}  # FIFO per correlation_id
         self.pending_count = 0
+        # while over max_pending: every waiting request in arrival order (answered ones are
+        # skipped when reached), so that giving up the oldest costs O(1), not a scan
+        self._overflow: deque | None = None
         self.mid_stream = mid_stream
         self.synced_once = [not mid_stream, not mid_stream]
         # minimum size 0: raw SASL tokens (KIP-43) may be empty; shorter-than-header Kafka
@@ -247,6 +252,7 @@ class KafkaConnection:
                 out.append(self._unanswered(p, severity, f"no response before {why}"))
         self.pending.clear()
         self.pending_count = 0
+        self._overflow = None
         return out
 
     # ------------------------------------------------------------------ internals
@@ -424,15 +430,25 @@ class KafkaConnection:
                                      api_version=hdr.api_version))
             queue.append(p)
         self.pending_count += 1
+        if self._overflow is not None:
+            self._overflow.append(p)
         if self.pending_count > ctx.max_pending:
             out.append(self._evict_oldest_pending())
         return out
 
     def _evict_oldest_pending(self) -> Exchange:
-        # each queue's head is its oldest request; the oldest of all has the smallest seq
-        corr = min(self.pending, key=lambda c: self.pending[c][0].seq)
+        order = self._overflow
+        if order is None:
+            # entering overflow: order the waiting requests once by arrival
+            order = self._overflow = deque(sorted(
+                (p for queue in self.pending.values() for p in queue), key=lambda p: p.seq))
+        p = order.popleft()
+        while not p.waiting:
+            p = order.popleft()
+        p.waiting = False
+        corr = p.header.correlation_id
         queue = self.pending[corr]
-        p = queue.pop(0)
+        queue.remove(p)         # the head of its FIFO (the oldest with that correlation_id)
         if not queue:
             del self.pending[corr]
         self.pending_count -= 1
@@ -471,9 +487,12 @@ class KafkaConnection:
                 api_key=PRODUCE, api_version=p.header.api_version))
             return self._release_acks0(None) + self._pair(p, frame, corr)
         p = queue.pop(0)
+        p.waiting = False
         if not queue:
             del self.pending[corr]
         self.pending_count -= 1
+        if self._overflow is not None and self.pending_count <= self.ctx.max_pending // 2:
+            self._overflow = None
         out = self._release_acks0(None) if self.acks0 else []
         return out + self._pair(p, frame, corr)
 

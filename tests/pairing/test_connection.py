@@ -624,6 +624,26 @@ def test_pending_overflow_gives_up_the_oldest_even_with_duplicate_ids():
     assert all(kinds(e)[-1] == IssueKind.PENDING_OVERFLOW for e in ex)
 
 
+def test_pending_overflow_skips_requests_answered_meanwhile():
+    """While over the bound, answers arriving out of order are skipped when giving up the
+    oldest: max_pending=3; 1-4 -> 1 given up; 3 answered; 5; 6 -> 2 given up; 7 -> 4 (3 was
+    answered), and the rest still pair."""
+    w = Wire(PairingContext.create(DEFS, max_pending=3))
+    given_up = []
+    for corr in (1, 2, 3, 4):
+        given_up += exchanges(w.req(heartbeat_v0_request(corr), corr))
+    [ex3] = exchanges(w.resp(response(3, heartbeat_v0_response_body()), 10))
+    assert ex3.status == PAIRED and ex3.correlation_id == 3
+    for corr in (5, 6, 7):
+        given_up += exchanges(w.req(heartbeat_v0_request(corr), 10 + corr))
+    assert [(e.correlation_id, e.status) for e in given_up] == [
+        (1, UNANSWERED), (2, UNANSWERED), (4, UNANSWERED)]
+    out = w.resp(b"".join(response(c, heartbeat_v0_response_body()) for c in (5, 6, 7)), 20)
+    assert [(e.correlation_id, e.status) for e in exchanges(out)] == [
+        (5, PAIRED), (6, PAIRED), (7, PAIRED)]
+    assert w.close() == []
+
+
 def test_request_with_a_damaged_header_still_pairs():
     w = Wire()
     first = metadata_v1_request(1)
