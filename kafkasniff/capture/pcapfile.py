@@ -378,6 +378,9 @@ class PacketSource:
                     length=have)
 
     def _invalid(self, pos: int, why: str) -> None:
+        """An impossible block or record at buffer ``pos``: reading stops."""
+        if self._read_failed:
+            return  # the read error (e.g. corrupt gzip data) is the issue
         self._issue(IssueKind.CAPTURE_BLOCK_INVALID, Severity.ERROR,
                     f"{self.name}: {why} at {self._offset_text(self._offset + pos)}; "
                     f"reading stopped")
