@@ -25,6 +25,8 @@ from dataclasses import replace
 from typing import NamedTuple
 
 from kafkasniff.capture.writer import PcapNgWriter, isb_block
+from kafkasniff.pairing.exchange import SASL_TOKEN_API_KEY
+from kafkasniff.pairing.sasl import SASL_AUTHENTICATE
 
 __all__ = [
     "DecoderSink",
@@ -87,7 +89,7 @@ def light_exchange(ex):
                 loc.records.size_bytes, _LightDecoded((_LightBatch(n),)) if rs is not None
                 else None)))
         fields = tuple(out)
-    return replace(ex, request=light(ex.request, ex.api_key in (36, -2)),
+    return replace(ex, request=light(ex.request, ex.api_key in (SASL_AUTHENTICATE, SASL_TOKEN_API_KEY)),
                    response=light(resp, keep_resp), record_fields=fields)
 
 

@@ -27,7 +27,8 @@ from kafkasniff.pairing.sasl import (REDACTED_APIS, SASL_AUTHENTICATE, SASL_HAND
                                     SaslSession, is_secret_api, redact_body)
 from kafkasniff.pairing.record_data import summarize as summarize_records
 from kafkasniff.pairing.summary import Summarizer
-from kafkasniff.protocol.decoder import _STRICT_ERRORS, BodyDecoder, BodyResult
+from kafkasniff.protocol.compression import DEFAULT_MAX_BYTES
+from kafkasniff.protocol.decoder import STRICT_ERRORS, BodyDecoder, BodyResult
 from kafkasniff.protocol.detect import request_validator, response_validator
 from kafkasniff.protocol.lenient import BodyIssue
 from kafkasniff.protocol.framing import (ACCEPT, DEFAULT_MAX_FRAME_BYTES, Frame, Framer,
@@ -87,7 +88,7 @@ class PairingContext:
     max_pending: int = DEFAULT_MAX_PENDING
     infer_orphans: bool = True
     with_records: bool = False
-    max_uncompressed_bytes: int = 64 * 1024 * 1024
+    max_uncompressed_bytes: int = DEFAULT_MAX_BYTES
     show_secrets: bool = False
     locator: RecordsLocator = field(default_factory=RecordsLocator)
     embedded: EmbeddedDecoder | None = None
@@ -565,7 +566,7 @@ class KafkaConnection:
                     continue
                 try:
                     value, end = fn(payload, body_offset)
-                except _STRICT_ERRORS:
+                except STRICT_ERRORS:
                     continue
                 if end != size:
                     continue

@@ -19,7 +19,7 @@ import struct
 
 from kafkasniff.issues import IssueKind
 from kafkasniff.protocol.codegen import compile_plan
-from kafkasniff.protocol.decoder import _STRICT_ERRORS
+from kafkasniff.protocol.decoder import STRICT_ERRORS
 from kafkasniff.protocol.lenient import BodyIssue
 from kafkasniff.protocol.schema import Definitions
 
@@ -61,7 +61,7 @@ class EmbeddedDecoder:
             self._decoders[(spec, layout_version)] = fn
         try:
             value, end = fn(data, 2)
-        except _STRICT_ERRORS as exc:
+        except STRICT_ERRORS as exc:
             raise ValueError(f"{spec} v{version}: {type(exc).__name__}") from None
         if end != len(data) and version <= versions[-1]:
             raise ValueError(f"{spec} v{version}: {len(data) - end} trailing bytes")

@@ -19,8 +19,10 @@ from kafkasniff.protocol.headers import API_VERSIONS
 from kafkasniff.protocol.lenient import BodyIssue, decode_lenient
 from kafkasniff.protocol.schema import ApiInfo, Definitions
 
-_STRICT_ERRORS = (IndexError, struct.error, UnicodeDecodeError, ValueError, StrictDecodeFailure,
-                  RecursionError)
+#: what a compiled strict decoder raises on bytes that do not fit its layout (then the
+#: lenient decoder explains where): catch these, never a bare Exception
+STRICT_ERRORS = (IndexError, struct.error, UnicodeDecodeError, ValueError, StrictDecodeFailure,
+                 RecursionError)
 UNSUPPORTED_VERSION_CODE = 35
 
 
@@ -151,7 +153,7 @@ class BodyDecoder:
         fn = self.strict_decoder(api_key, version, is_response)
         try:
             value, end = fn(payload, offset)
-        except _STRICT_ERRORS:
+        except STRICT_ERRORS:
             info = self.defs.apis[api_key]
             plan = self.defs.plan(info.response if is_response else info.request, version)
             res = decode_lenient(plan, payload, offset)
@@ -169,7 +171,7 @@ class BodyDecoder:
         """Decode with the strict decoder only; ``None`` unless it consumes exactly the payload."""
         try:
             value, end = self.strict_decoder(api_key, version, is_response)(payload, offset)
-        except _STRICT_ERRORS:
+        except STRICT_ERRORS:
             return None
         return value if end == len(payload) else None
 

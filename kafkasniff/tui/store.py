@@ -25,7 +25,8 @@ from itertools import compress
 from typing import NamedTuple
 
 from kafkasniff.issues import DecodeIssue
-from kafkasniff.pairing.exchange import Exchange
+from kafkasniff.pairing.exchange import SASL_TOKEN_API_KEY, Exchange
+from kafkasniff.pairing.sasl import SASL_AUTHENTICATE
 
 STATUSES = ("paired", "no_response_expected", "unanswered", "orphan_response")
 _STATUS_CODE = {s: i for i, s in enumerate(STATUSES)}
@@ -289,10 +290,11 @@ class SummaryBuilder:
             c["resp_ts"].append(0)
         if ex.assumed_version is not None:
             extra = {"assumed_version": ex.assumed_version}
-        if ex.api_key in (36, -2):
+        if ex.api_key in (SASL_AUTHENTICATE, SASL_TOKEN_API_KEY):
             desc = None
             if req is not None and isinstance(req.body, dict):
-                desc = req.body.get("auth_bytes") if ex.api_key == 36 else req.body
+                desc = (req.body.get("auth_bytes") if ex.api_key == SASL_AUTHENTICATE
+                        else req.body)
             if isinstance(desc, dict):
                 extra = extra or {}
                 extra["sasl_mechanism"] = desc.get("mechanism")
