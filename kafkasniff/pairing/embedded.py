@@ -18,7 +18,6 @@ from __future__ import annotations
 import struct
 
 from kafkasniff.issues import IssueKind
-from kafkasniff.protocol.codegen import compile_plan
 from kafkasniff.protocol.decoder import STRICT_ERRORS
 from kafkasniff.protocol.lenient import BodyIssue
 from kafkasniff.protocol.schema import Definitions
@@ -41,7 +40,6 @@ class EmbeddedDecoder:
 
     def __init__(self, defs: Definitions, max_groups: int = 100_000) -> None:
         self.defs = defs
-        self._decoders: dict[tuple[str, int], object] = {}
         self.group_protocol: dict[str, str] = {}
         self.max_groups = max_groups
 
@@ -54,13 +52,8 @@ class EmbeddedDecoder:
         versions = self.defs.message_versions(spec)
         if version < 0:
             raise ValueError(f"negative version {version}")
-        layout_version = min(version, versions[-1])
-        fn = self._decoders.get((spec, layout_version))
-        if fn is None:
-            fn = compile_plan(self.defs.plan(spec, layout_version))
-            self._decoders[(spec, layout_version)] = fn
         try:
-            value, end = fn(data, 2)
+            value, end = self.defs.compiled(spec, min(version, versions[-1]))(data, 2)
         except STRICT_ERRORS as exc:
             raise ValueError(f"{spec} v{version}: {type(exc).__name__}") from None
         if end != len(data) and version <= versions[-1]:

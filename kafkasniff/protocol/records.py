@@ -621,21 +621,6 @@ def _v2_records(buf, pos: int, end: int, count: int, base_offset: int, base_ts: 
 
 # --------------------------------------------------------------------------- control records
 
-_DECODERS: dict[tuple[int, str, int], tuple] = {}
-
-
-def _data_decoder(defs, name: str, version: int):
-    """(compiled decoder, plan) of data spec ``name`` at ``version``, cached per defs."""
-    key = (id(defs), name, version)
-    entry = _DECODERS.get(key)
-    if entry is None or entry[0] is not defs:
-        from kafkasniff.protocol.codegen import compile_plan
-        plan = defs.plan(name, version)
-        entry = (defs, compile_plan(plan), plan)
-        _DECODERS[key] = entry
-    return entry[1], entry[2]
-
-
 def _decode_data(defs, name: str, version: int, buf: bytes, pos: int) -> tuple[dict, str | None]:
     """Decode ``buf[pos:]`` with data spec ``name`` read at ``version`` (clamped to the newest
     known). Returns ``(value, problem or None)``."""
@@ -644,12 +629,11 @@ def _decode_data(defs, name: str, version: int, buf: bytes, pos: int) -> tuple[d
         return {}, f"{name} version {version} is below the lowest known {versions[0]}"
     newer = version > versions[-1]
     use = versions[-1] if newer else version
-    fn, plan = _data_decoder(defs, name, use)
     try:
-        value, end = fn(buf, pos)
+        value, end = defs.compiled(name, use)(buf, pos)
     except Exception:  # noqa: BLE001 - the lenient interpreter says where and why
         from kafkasniff.protocol.lenient import decode_lenient
-        res = decode_lenient(plan, buf, pos)
+        res = decode_lenient(defs.plan(name, use), buf, pos)
         why = "; ".join(i.message for i in res.issues) or "does not decode"
         return res.value, f"{name} v{use}: {why}"
     if end != len(buf) and not newer:

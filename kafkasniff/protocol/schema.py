@@ -17,6 +17,7 @@ import os
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import Callable
 
 from kafkasniff.errors import DefinitionError
 
@@ -169,6 +170,7 @@ class Definitions:
                 raise DefinitionError(f"{errors_path}: cannot read error codes: {exc!r}") from exc
         self._messages: dict[str, dict] = {}
         self._plans: dict[tuple[str, str, int], StructPlan] = {}
+        self._compiled: dict[tuple[str, int], Callable] = {}
 
     def message(self, name: str) -> dict:
         """The normalized definition of message ``name`` (e.g. ``"FetchResponse"``)."""
@@ -222,6 +224,20 @@ class Definitions:
             plan = self._struct_plan(lay, name, name, lay["fields"], version, flexible)
             self._plans[key] = plan
         return plan
+
+    def compiled(self, name: str, version: int) -> Callable:
+        """The compiled strict decoder of message ``name`` at ``version`` (cached here):
+        ``fn(buf, pos) -> (value dict, end)``; it raises one of
+        :data:`kafkasniff.protocol.decoder.STRICT_ERRORS` on bytes that do not fit.
+
+        Raises DefinitionError if no layout describes that version.
+        """
+        fn = self._compiled.get((name, version))
+        if fn is None:
+            from kafkasniff.protocol.codegen import compile_plan
+
+            fn = self._compiled[(name, version)] = compile_plan(self.plan(name, version))
+        return fn
 
     def _struct_plan(self, lay: dict, message: str, name: str, fields: list[dict], version: int,
                      flexible: bool) -> StructPlan:
