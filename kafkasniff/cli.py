@@ -326,12 +326,7 @@ def stats(files, read_files, ports, detect, max_frame_bytes, definitions, max_un
         progress.close()
         _fail(str(exc))
     progress.close()
-    st = pipe.stats
-    pstats = {"packets": st.packets, "packet_bytes": st.packet_bytes,
-              "skipped": dict(st.skipped), "tcp_segments": st.tcp_segments,
-              "kafka_connections": st.kafka_connections,
-              "other_connections": st.other_connections, "other_bytes": st.other_bytes,
-              "first_ts_ns": st.first_ts_ns, "last_ts_ns": st.last_ts_ns}
+    pstats = pipe.stats.to_dict()
     report = agg.to_dict()
     try:
         if as_json:

@@ -110,6 +110,18 @@ class PipelineStats:
     first_ts_ns: int = 0
     last_ts_ns: int = 0
 
+    def to_dict(self) -> dict:
+        """Every counter as plain JSON-able values (the counters by reason, status or kind
+        as dicts); the ``pipeline`` object of ``stats --json``, the TUI and ``live``."""
+        return {"packets": self.packets, "packet_bytes": self.packet_bytes,
+                "skipped": dict(self.skipped), "tcp_segments": self.tcp_segments,
+                "kafka_connections": self.kafka_connections,
+                "other_connections": self.other_connections, "other_bytes": self.other_bytes,
+                "tls_connections": self.tls_connections,
+                "kafka07_connections": self.kafka07_connections,
+                "exchanges": dict(self.exchanges), "issues": dict(self.issues),
+                "first_ts_ns": self.first_ts_ns, "last_ts_ns": self.last_ts_ns}
+
 
 _GAP_KINDS = {
     "lost": (IssueKind.TCP_GAP, "lost before the capture saw them"),

@@ -519,17 +519,6 @@ def capture_main(backend, cfg: LiveConfig, queues: list, counters, stop_ev, errq
 # --------------------------------------------------------------------------- decoders
 
 
-def _stats_dict(st) -> dict:
-    return {"packets": st.packets, "packet_bytes": st.packet_bytes,
-            "skipped": dict(st.skipped), "tcp_segments": st.tcp_segments,
-            "kafka_connections": st.kafka_connections,
-            "other_connections": st.other_connections, "other_bytes": st.other_bytes,
-            "tls_connections": st.tls_connections,
-            "kafka07_connections": st.kafka07_connections,
-            "exchanges": dict(st.exchanges), "issues": dict(st.issues),
-            "first_ts_ns": st.first_ts_ns, "last_ts_ns": st.last_ts_ns}
-
-
 @_profiled
 def decoder_main(wid: int, cfg: LiveConfig, inq, ctlq, resq, defs=None) -> None:
     """Decoder process body: batches in, rendered exchanges and stats out."""
@@ -567,7 +556,7 @@ def decoder_main(wid: int, cfg: LiveConfig, inq, ctlq, resq, defs=None) -> None:
             sink.replies.clear()
 
         def send() -> None:
-            _put(resq, ("out", wid, sink.take(), _stats_dict(st)), parent)
+            _put(resq, ("out", wid, sink.take(), st.to_dict()), parent)
 
         unpack = _rec.unpack_from
         CP = CapturedPacket
@@ -628,7 +617,7 @@ def decoder_main(wid: int, cfg: LiveConfig, inq, ctlq, resq, defs=None) -> None:
         if cfg.tui and sink.recent:
             # the terminal UI outlives the capture: hand over the last whole exchanges
             _put(resq, ("kept", wid, list(sink.recent.values())[-KEPT_AT_END:]), parent)
-        _put(resq, ("done", wid, _stats_dict(st)), parent)
+        _put(resq, ("done", wid, st.to_dict()), parent)
     except _Orphaned:
         orphan = True
     except BaseException as exc:  # noqa: BLE001 - reported to the collector

@@ -326,18 +326,10 @@ class FileSource(ThreadedSource):
                     agg.add_connection(rec)
             return n
 
-        def pipeline_stats() -> dict:
-            st = pipe.stats
-            return {"packets": st.packets, "packet_bytes": st.packet_bytes,
-                    "skipped": dict(st.skipped), "kafka_connections": st.kafka_connections,
-                    "other_connections": st.other_connections,
-                    "tls_connections": st.tls_connections,
-                    "first_ts_ns": st.first_ts_ns, "last_ts_ns": st.last_ts_ns}
-
         def publish(current: str, done: int, finished: bool = False) -> None:
             nonlocal n_pub, snap
             full = finished or n_pub % 4 == 0
-            snap = agg.snapshot(full=full, pipeline=pipeline_stats(), previous=snap)
+            snap = agg.snapshot(full=full, pipeline=pipe.stats.to_dict(), previous=snap)
             n_pub += 1
             self.publish(builder.take(), snap,
                          Progress(done, total, False, finished, pipe.stats.packets, exchanges,
