@@ -199,21 +199,11 @@ def build_filter(api, client, topic, errors_only, min_latency):
 
 
 def _summary_line(stats, shown: int | None = None) -> str:
-    ex = stats.exchanges
-    total = sum(ex.values())
-    parts = [f"{total} exchanges" + (f" ({shown} shown)" if shown is not None and shown != total else "")]
-    if ex:
-        parts[-1] += " (" + ", ".join(f"{k} {v}" for k, v in ex.most_common()) + ")"
-    iss = stats.issues
-    parts.append(f"{sum(iss.values())} issues" +
-                 (" (" + ", ".join(f"{k} {v}" for k, v in iss.most_common()) + ")" if iss else ""))
-    sk = stats.skipped
-    parts.append(f"{stats.packets} packets" +
-                 (" (skipped: " + ", ".join(f"{k} {v}" for k, v in sk.most_common()) + ")" if sk else ""))
-    parts.append(f"{stats.kafka_connections} Kafka connections")
-    if stats.other_connections:
-        parts.append(f"{stats.other_connections} other TCP connections")
-    return "summary: " + "; ".join(parts)
+    from kafkasniff.output.render import summary_parts
+
+    return "summary: " + "; ".join(summary_parts(
+        stats.exchanges, stats.issues, stats.packets, stats.skipped, stats.kafka_connections,
+        stats.other_connections, shown))
 
 
 @main.command()

@@ -540,23 +540,11 @@ def stats_json(snap, final: bool = False) -> str:
 
 def summary_line(snap, shown: int | None, source: str) -> str:
     """The final summary (like ``read``'s, with the capture counters and drops)."""
-    ex = snap.exchanges
-    total = sum(ex.values())
-    parts = [f"{total} exchanges" + (f" ({shown} shown)" if shown is not None and shown != total
-                                     else "")]
-    if ex:
-        parts[-1] += " (" + ", ".join(f"{k} {v}" for k, v in
-                                      sorted(ex.items(), key=lambda kv: -kv[1])) + ")"
-    iss = snap.issues
-    parts.append(f"{sum(iss.values())} issues" + (
-        " (" + ", ".join(f"{k} {v}" for k, v in sorted(iss.items(), key=lambda kv: -kv[1]))
-        + ")" if iss else ""))
-    sk = snap.stats.get("skipped", {})
-    parts.append(f"{snap.decoded} packets decoded" + (
-        " (skipped: " + ", ".join(f"{k} {v}" for k, v in sk.items()) + ")" if sk else ""))
-    parts.append(f"{snap.kafka_connections} Kafka connections")
-    if snap.other_connections:
-        parts.append(f"{snap.other_connections} other TCP connections")
+    from kafkasniff.output.render import summary_parts
+
+    parts = summary_parts(snap.exchanges, snap.issues, snap.decoded,
+                          snap.stats.get("skipped", {}), snap.kafka_connections,
+                          snap.other_connections, shown, packets_label="packets decoded")
     cap = f"captured {snap.captured} packets from {source} in {snap.elapsed_s:.1f}s"
     if snap.kernel_received is not None:
         cap += f" (kernel: {snap.kernel_received} received, {snap.kernel_drops} dropped)"

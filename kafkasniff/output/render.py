@@ -277,6 +277,27 @@ def record_lines(ex: Exchange, max_value_bytes: int = DEFAULT_MAX_BYTES) -> list
     return out
 
 
+def summary_parts(exchanges: dict, issues: dict, packets: int, skipped: dict,
+                  kafka_connections: int, other_connections: int, shown: int | None = None,
+                  packets_label: str = "packets") -> list[str]:
+    """The parts of the final ``summary:`` line of ``read`` and ``live`` (exchanges by
+    status, issues by kind, packets and skipped ones by reason, most frequent first;
+    connections), each a short text; ``shown`` when filters showed fewer exchanges."""
+    def counts(d: dict) -> str:
+        return ", ".join(f"{k} {v}" for k, v in sorted(d.items(), key=lambda kv: -kv[1]))
+
+    total = sum(exchanges.values())
+    parts = [f"{total} exchanges" + (f" ({shown} shown)" if shown is not None and shown != total
+                                     else "") + (f" ({counts(exchanges)})" if exchanges else "")]
+    parts.append(f"{sum(issues.values())} issues" + (f" ({counts(issues)})" if issues else ""))
+    parts.append(f"{packets} {packets_label}" +
+                 (f" (skipped: {counts(skipped)})" if skipped else ""))
+    parts.append(f"{kafka_connections} Kafka connections")
+    if other_connections:
+        parts.append(f"{other_connections} other TCP connections")
+    return parts
+
+
 def issue_line(issue: DecodeIssue) -> str:
     """One console line per standalone issue (prefixed with ``!``)."""
     where = f"{issue.client} -> {issue.broker}" if issue.client else "capture"
