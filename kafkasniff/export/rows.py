@@ -21,18 +21,15 @@ columns and fail the whole file.
 
 from __future__ import annotations
 
-import base64
-import dataclasses
 import datetime as _dt
 import json
 from functools import lru_cache
 
 from kafkasniff.errors import DefinitionError
 from kafkasniff.issues import DecodeIssue
-from kafkasniff.output.render import batch_to_dict
+from kafkasniff.output.render import json_default
 from kafkasniff.pairing.exchange import Exchange, Message
 from kafkasniff.pairing.record_data import RecordsLocator, summarize
-from kafkasniff.protocol.primitives import RawRecords
 
 _HOUR_NS = 3_600_000_000_000
 _I64 = 1 << 63
@@ -106,24 +103,8 @@ def _str(v):
 
 # ------------------------------------------------------------------------------- JSON bodies
 
-def _json_default(value):
-    t = type(value)
-    if t is bytes or t is bytearray or t is memoryview:
-        return base64.b64encode(bytes(value)).decode("ascii")
-    if t is RawRecords:
-        out: dict = {"size_bytes": value.size_bytes}
-        rs = value.decoded
-        if rs is not None:
-            out["batches"] = [batch_to_dict(b if b.records is None
-                                            else dataclasses.replace(b, records=None))
-                              for b in rs.batches]
-            if rs.partial_tail_bytes:
-                out["partial_tail_bytes"] = rs.partial_tail_bytes
-        return out
-    to_json = getattr(value, "to_json", None)
-    if to_json is not None:
-        return to_json()
-    raise TypeError(f"{t.__name__} is not JSON serializable")
+#: bodies as read --json renders them, records fields without their records
+_body_default = json_default(with_records=False)
 
 
 def body_json(msg: Message | None) -> str | None:
@@ -132,7 +113,7 @@ def body_json(msg: Message | None) -> str | None:
     decodable."""
     if msg is None or msg.body is None:
         return None
-    return json.dumps(msg.body, ensure_ascii=False, default=_json_default,
+    return json.dumps(msg.body, ensure_ascii=False, default=_body_default,
                       separators=(",", ":"))
 
 

@@ -38,16 +38,18 @@ def jsonable(value, max_value_bytes: int = DEFAULT_MAX_BYTES):
     return value
 
 
-def json_default(max_value_bytes: int = DEFAULT_MAX_BYTES):
+def json_default(max_value_bytes: int = DEFAULT_MAX_BYTES, with_records: bool = True):
     """A ``default=`` hook for ``json.dumps`` over raw decoded values: the C encoder walks
     dicts and lists and calls it only for bytes, records and redaction markers (much faster
-    than converting the tree with :func:`jsonable` first; same output)."""
+    than converting the tree with :func:`jsonable` first; same output). Without
+    ``with_records``, ``records`` fields keep their batch headers but not their records
+    (the exported bodies: records have their own table)."""
     def default(value):
         t = type(value)
         if t is bytes or t is bytearray or t is memoryview:
             return base64.b64encode(bytes(value)).decode("ascii")
         if t is RawRecords:
-            return records_to_dict(value, max_value_bytes)
+            return records_to_dict(value, max_value_bytes, with_records)
         to_json = getattr(value, "to_json", None)
         if to_json is not None:
             return to_json()
@@ -55,20 +57,23 @@ def json_default(max_value_bytes: int = DEFAULT_MAX_BYTES):
     return default
 
 
-def records_to_dict(raw: RawRecords, max_value_bytes: int = DEFAULT_MAX_BYTES) -> dict:
-    """A ``records`` field: its size, and its batches once decoded."""
+def records_to_dict(raw: RawRecords, max_value_bytes: int = DEFAULT_MAX_BYTES,
+                    with_records: bool = True) -> dict:
+    """A ``records`` field: its size, and its batches once decoded (with their records when
+    decoded and ``with_records``)."""
     out: dict = {"size_bytes": raw.size_bytes}
     rs = raw.decoded
     if rs is not None:
-        out["batches"] = [batch_to_dict(b, max_value_bytes) for b in rs.batches]
+        out["batches"] = [batch_to_dict(b, max_value_bytes, with_records) for b in rs.batches]
         if rs.partial_tail_bytes:
             out["partial_tail_bytes"] = rs.partial_tail_bytes
     return out
 
 
-def batch_to_dict(b, max_value_bytes: int = DEFAULT_MAX_BYTES) -> dict:
+def batch_to_dict(b, max_value_bytes: int = DEFAULT_MAX_BYTES,
+                  with_records: bool = True) -> dict:
     """One record batch (or magic 0/1 message) with its header fields, and its records when
-    they were decoded."""
+    they were decoded (and ``with_records``)."""
     out = {
         "magic": b.magic, "base_offset": b.base_offset, "last_offset": b.last_offset,
         "record_count": b.record_count, "codec": b.codec, "batch_bytes": b.batch_bytes,
@@ -80,7 +85,7 @@ def batch_to_dict(b, max_value_bytes: int = DEFAULT_MAX_BYTES) -> dict:
         "control": b.control, "delete_horizon": b.delete_horizon, "crc": b.crc,
         "crc_ok": b.crc_ok, "partial": b.partial,
     }
-    if b.records is not None:
+    if with_records and b.records is not None:
         out["records"] = [record_to_dict(r, max_value_bytes) for r in b.records]
     return out
 
