@@ -34,6 +34,8 @@ from kafkasniff.tcp.types import StreamClosed, StreamData, StreamGap, TcpConnect
 
 DEFAULT_PORTS = frozenset({9092})
 DETECT_WINDOW_BYTES = 64 * 1024
+#: bytes of one direction held (as events) at most while a connection is undecided
+UNDECIDED_MAX_BYTES = 4 * DETECT_WINDOW_BYTES
 EXPIRE_EVERY_NS = 1_000_000_000  # look for idle connections once per second of capture time
 
 
@@ -386,8 +388,13 @@ class Pipeline:
             app.sizes[ev.direction] += len(ev.data)
         elif t is StreamGap:
             app.sizes[ev.direction] = max(app.sizes[ev.direction], ev.offset + ev.length)
+        data, sizes = app.data, app.sizes
+        # decide now when the window is full, or can no longer fill: both directions broken
+        # by a gap, or one of them carried far more than the window (its events are held)
         final = t is StreamClosed or \
-            max(len(app.data[0]), len(app.data[1])) >= DETECT_WINDOW_BYTES
+            max(len(data[0]), len(data[1])) >= DETECT_WINDOW_BYTES or \
+            max(sizes) >= UNDECIDED_MAX_BYTES or \
+            (sizes[0] > len(data[0]) and sizes[1] > len(data[1]))
         kind, client_dir = self._detect(conn, app, final)
         if kind == "wait":
             return []

@@ -60,3 +60,18 @@ def test_other_traffic_joined_mid_stream_is_not_kafka():
     pipe, out = decode(packets(noise, noise[::-1], 50))
     assert pipe.stats.kafka_connections == 0 and pipe.stats.other_connections == 1
     assert out == []
+
+
+def test_gaps_in_both_directions_do_not_keep_a_connection_undecided():
+    """A connection on no broker port whose two directions both lose a segment before the
+    detection window filled: the window can no longer grow, yet the connection must be
+    decided (not buffered until it closes: its events would pile up without bound)."""
+    noise = bytes((i * 7919) % 251 for i in range(400_000))
+    pkts = packets(noise, noise[::-1], 1000)
+    del pkts[2:4]                     # the second segment of each direction is never seen
+    pipe = Pipeline(PipelineOptions(ports=frozenset({9092}), max_ooo_bytes=10_000))
+    for pkt in pkts:
+        pipe.feed(pkt)
+    assert pipe.stats.other_connections == 1      # decided while the connection is open
+    pipe.finish()
+    assert pipe.stats.kafka_connections == 0 and pipe.stats.other_connections == 1
