@@ -37,6 +37,7 @@ from kafkasniff.export import rows as _rows
 from kafkasniff.export.schema import SCHEMAS, TABLES, TIMESTAMP
 from kafkasniff.issues import DecodeIssue, IssueKind, Severity
 from kafkasniff.pairing.exchange import Exchange
+from kafkasniff.pipeline import ConnectionSummary, TopicName
 from kafkasniff.tcp.types import StreamClosed
 
 FORMATS = ("parquet", "jsonl")
@@ -467,9 +468,9 @@ class ExportSink:
             if rec.connection_id >= 0 and conn_first_ts_ns is not None:
                 ck = _rows.connection_key(rec.client, rec.broker, conn_first_ts_ns)
             self.add_rows("issues", [_rows.issue_row(rec, capture, ck, None, fallback_ts_ns)])
-        elif t.__name__ == "ConnectionSummary":
+        elif t is ConnectionSummary:
             self.add_rows("connections", [_rows.connection_row(rec, capture)])
-        elif t.__name__ == "TopicName":
+        elif t is TopicName:
             self.add_rows("topic_ids", [_rows.topic_row(rec, capture)])
         else:
             raise TypeError(f"cannot export a {t.__name__}")

@@ -295,17 +295,21 @@ def _header(name: str) -> str:
     return name
 
 
-def render_dataframe(title: str, df, top: int | None = 20) -> str:
-    """The first ``top`` rows of ``df`` as a text table (``*_ns`` columns shown in ms)."""
+def render_rows(title: str, cols: list[str], rows: list) -> str:
+    """Collected Spark ``Row``s (or mappings) as a text table of columns ``cols``
+    (``*_ns`` columns shown in ms, timestamps to the second); ``(none)`` when empty."""
     from kafkasniff.stats.report import render_table
 
-    cols = df.columns
-    rows = df.limit(top).collect() if top else df.collect()
     body = [[_cell(c, row[c]) for c in cols] for row in rows]
     if body:
         # render_table right-aligns cells starting with a digit (first column excepted)
         return render_table(title, [_header(c) for c in cols], body)
     return f"{title}\n  (none)\n"
+
+
+def render_dataframe(title: str, df, top: int | None = 20) -> str:
+    """The first ``top`` rows of ``df`` as a text table (``*_ns`` columns shown in ms)."""
+    return render_rows(title, df.columns, df.limit(top).collect() if top else df.collect())
 
 
 def run_report(spark, root: str | os.PathLike[str], *, top: int = 20, write: bool = True,

@@ -168,12 +168,9 @@ class _MemoryPoll:
 
 
 def _render_rows(title: str, got: list, limit: int) -> str:
-    from kafkasniff.spark.report import _cell, _header
-    from kafkasniff.stats.report import render_table
+    from kafkasniff.spark.report import render_rows
 
-    cols = list(WATCH_COLUMNS)
-    body = [[_cell(c, r[c]) for c in cols] for r in got[:limit]]
-    text = render_table(title, [_header(c) for c in cols], body)
+    text = render_rows(title, list(WATCH_COLUMNS), got[:limit])
     if len(got) > limit:
         text += f"  ... {len(got) - limit} more\n"
     return text
