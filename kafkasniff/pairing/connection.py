@@ -163,7 +163,30 @@ class _Pending:
     waiting: bool = True        # False once answered, given up or flushed
 
 
-class KafkaConnection:
+class IssueSource:
+    """Mixin of the per-connection pairing classes: :meth:`issue` builds a
+    :class:`DecodeIssue` located on the connection (``tcp``, ``client``, ``broker``,
+    ``client_dir`` attributes), with the default severity of each kind from the class's
+    ``SEVERITY`` table."""
+
+    __slots__ = ()
+    SEVERITY: dict = _ISSUE_SEVERITY
+
+    def issue(self, kind: str, message: str, *, severity: str | None = None, ts_ns: int = 0,
+              direction: int = -1, stream_offset: int = -1, length_bytes: int = 0,
+              field_path: str = "", frame_offset: int = -1, correlation_id: int | None = None,
+              api_key: int | None = None, api_version: int | None = None) -> DecodeIssue:
+        """A :class:`DecodeIssue` located on this connection; ``direction`` is the stream
+        direction (0/1, -1 for none), named ``request`` / ``response`` in the issue."""
+        if severity is None:
+            severity = self.SEVERITY.get(kind, Severity.WARNING)
+        dname = "" if direction < 0 else ("request" if direction == self.client_dir else "response")
+        return DecodeIssue(kind, severity, message, ts_ns, self.tcp.conn_id, self.client,
+                           self.broker, dname, stream_offset, length_bytes, field_path,
+                           frame_offset, correlation_id, api_key, api_version)
+
+
+class KafkaConnection(IssueSource):
     """Kafka framing, decoding and pairing for one TCP connection.
 
     Args:
@@ -257,18 +280,6 @@ class KafkaConnection:
         return out
 
     # ------------------------------------------------------------------ internals
-    def issue(self, kind: str, message: str, *, severity: str | None = None, ts_ns: int = 0,
-              direction: int = -1, stream_offset: int = -1, length_bytes: int = 0,
-              field_path: str = "", frame_offset: int = -1, correlation_id: int | None = None,
-              api_key: int | None = None, api_version: int | None = None) -> DecodeIssue:
-        """A :class:`DecodeIssue` located on this connection."""
-        if severity is None:
-            severity = _ISSUE_SEVERITY.get(kind, Severity.WARNING)
-        dname = "" if direction < 0 else ("request" if direction == self.client_dir else "response")
-        return DecodeIssue(kind, severity, message, ts_ns, self.tcp.conn_id, self.client,
-                           self.broker, dname, stream_offset, length_bytes, field_path,
-                           frame_offset, correlation_id, api_key, api_version)
-
     def _handle(self, direction: int, events: list) -> list:
         out: list = []
         is_request = direction == self.client_dir

@@ -42,8 +42,8 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 
-from kafkasniff.issues import DecodeIssue, IssueKind, Severity
-from kafkasniff.pairing.connection import _ISSUE_SEVERITY, PairingContext
+from kafkasniff.issues import IssueKind, Severity
+from kafkasniff.pairing.connection import _ISSUE_SEVERITY, IssueSource, PairingContext
 from kafkasniff.pairing.exchange import (NO_RESPONSE_EXPECTED, ORPHAN_RESPONSE, PAIRED,
                                          UNANSWERED, Exchange, Message)
 from kafkasniff.protocol.framing import HUNTING, Frame, Framer, FramerIssue
@@ -78,7 +78,7 @@ class _Pending07:
     seq: int
 
 
-class Kafka07Connection:
+class Kafka07Connection(IssueSource):
     """Kafka 0.7 framing, decoding and in-order pairing for one TCP connection.
 
     Args:
@@ -98,6 +98,7 @@ class Kafka07Connection:
     __slots__ = ("ctx", "tcp", "client_dir", "client", "broker", "framers", "pending",
                  "mid_stream", "synced_once", "exchanges", "orphans", "unanswered", "requests",
                  "cautious", "cautious_seq", "gave_up", "closing")
+    SEVERITY = _SEVERITY
 
     def __init__(self, ctx: PairingContext, tcp: TcpConnection, client_dir: int,
                  mid_stream: bool) -> None:
@@ -178,19 +179,6 @@ class Kafka07Connection:
         return out
 
     # ------------------------------------------------------------------ issues
-    def issue(self, kind: str, message: str, *, severity: str | None = None, ts_ns: int = 0,
-              direction: int = -1, stream_offset: int = -1, length_bytes: int = 0,
-              field_path: str = "", frame_offset: int = -1, correlation_id: int | None = None,
-              api_key: int | None = None, api_version: int | None = None) -> DecodeIssue:
-        """A :class:`DecodeIssue` located on this connection (0.7: no correlation id, no
-        version: both stay None unless given)."""
-        if severity is None:
-            severity = _SEVERITY.get(kind, Severity.WARNING)
-        dname = "" if direction < 0 else ("request" if direction == self.client_dir else "response")
-        return DecodeIssue(kind, severity, message, ts_ns, self.tcp.conn_id, self.client,
-                           self.broker, dname, stream_offset, length_bytes, field_path,
-                           frame_offset, correlation_id, api_key, api_version)
-
     # ------------------------------------------------------------------ sync
     def _go_cautious(self) -> None:
         self.cautious = True
