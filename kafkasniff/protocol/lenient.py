@@ -110,25 +110,33 @@ class _Walker:
                 return RawRecords(raw, pos), pos + n
             return raw, pos + n
         if kind == "struct":
-            if nullable:
-                if f.tag is not None:
-                    marker, pos = self.uvarint(pos, path)
-                    if marker <= 0:
-                        return None, pos
-                else:
-                    self.need(pos, 1, path, "nullable struct marker")
-                    marker = buf[pos]
-                    pos += 1
-                    if marker >= 128:
-                        return None, pos
-            d: dict = {}
-            pos = self.struct_into(f.struct, pos, path, d)
-            return d, pos
+            holder: dict = {}
+            pos = self.struct_field_into(f, pos, path, holder, "v")
+            return holder["v"], pos
         if kind == "array":
             holder: dict = {}
             pos = self.array_into(f, pos, path, holder, "v")
             return holder["v"], pos
         raise _Stop(path, pos, f"unknown field kind {kind}")
+
+    def struct_field_into(self, f: FieldPlan, pos: int, path: str, holder: dict,
+                          key: str) -> int:
+        """Decode a (nullable) struct field into ``holder[key]``, attaching the dict before
+        filling it (a decode that stops inside keeps what was read)."""
+        if f.nullable:
+            if f.tag is not None:
+                marker, pos = self.uvarint(pos, path)
+                present = marker > 0
+            else:
+                self.need(pos, 1, path, "nullable struct marker")
+                present = self.buf[pos] < 128
+                pos += 1
+            if not present:
+                holder[key] = None
+                return pos
+        d: dict = {}
+        holder[key] = d
+        return self.struct_into(f.struct, pos, path, d)
 
     def array_into(self, f: FieldPlan, pos: int, path: str, holder: dict, key: str) -> int:
         """Decode an array into ``holder[key]``, attaching the list before filling it."""
@@ -165,10 +173,8 @@ class _Walker:
             start = pos
             if f.kind == "array":
                 pos = self.array_into(f, pos, fpath, d, f.key)
-            elif f.kind == "struct" and not f.nullable:
-                sub: dict = {}
-                d[f.key] = sub
-                pos = self.struct_into(f.struct, pos, fpath, sub)
+            elif f.kind == "struct":
+                pos = self.struct_field_into(f, pos, fpath, d, f.key)
             else:
                 d[f.key], pos = self.value(f, pos, fpath)
             if spans is not None:

@@ -412,3 +412,16 @@ def test_uuid_text_form():
     assert res.issues == [], res.issues
     assert res.value["topics"] == [{"topic_id": "8PHy8_T19vf4-fr7_P3-_w", "name": None}]
     assert encode(plan, res.value) == body
+
+
+def test_a_decode_stopping_inside_a_nullable_struct_keeps_what_was_read():
+    """DescribeTopicPartitions v0 request cut inside its nullable ``cursor`` struct: the
+    cursor's topic_name, read before the cut, is kept (as for arrays and plain structs)."""
+    body = (write_uvarint(2) + write_uvarint(len(b"orders") + 1) + b"orders" + b"\x00"
+            + struct.pack(">i", 100)                               # response_partition_limit
+            + b"\x01" + write_uvarint(len(b"orders") + 1) + b"orders"  # cursor: topic_name
+            + b"\x00\x00")                                         # partition_index cut
+    res = DECODER.decode(75, 0, False, HDR + body, START)
+    assert BODY_DECODE_ERROR in kinds(res)
+    assert res.value["topics"] == [{"name": "orders"}]
+    assert res.value["cursor"] == {"topic_name": "orders"}
