@@ -415,6 +415,13 @@ class KafkaConnection(IssueSource):
                     self.sasl.observe(hdr.api_key, hdr.api_version, False, result.value)
             issues = self._body_issues(result, frame, self.client_dir, hdr.correlation_id,
                                        hdr.api_key, hdr.api_version)
+        if hdr.client_id_offset >= 0:
+            issues.insert(0, self.issue(
+                IssueKind.SPEC_DEPARTURE, "client_id is not valid UTF-8 (shown with \\x "
+                "escapes)", ts_ns=frame.first_ts_ns, direction=self.client_dir,
+                stream_offset=frame.stream_offset, field_path="header.client_id",
+                frame_offset=hdr.client_id_offset, correlation_id=hdr.correlation_id,
+                api_key=hdr.api_key, api_version=hdr.api_version))
         msg = self._message(frame, header, result, hdr.size, payload, hdr.api_key, is_request=True)
         self.requests += 1
         p = _Pending(hdr, msg, result, issues, self.requests, records, located)

@@ -38,6 +38,8 @@ class RequestHeader:
         header_version: 0, 1 or 2.
         size: header length in bytes (the body starts at this offset of the frame payload).
         tagged_fields: unknown tagged fields of a v2 header, ``[{"tag", "data"}]`` or ``None``.
+        client_id_offset: frame offset of the client_id's bytes when they are not valid
+            UTF-8 (then shown with ``\\x`` escapes; a spec departure), else -1.
     """
 
     api_key: int
@@ -47,6 +49,7 @@ class RequestHeader:
     header_version: int
     size: int
     tagged_fields: list | None = None
+    client_id_offset: int = -1
 
 
 def request_header_version(defs: Definitions, api_key: int, api_version: int) -> int:
@@ -109,11 +112,17 @@ def decode_request_header(defs: Definitions, payload: bytes) -> RequestHeader:
     n = _I16.unpack_from(payload, 8)[0]
     pos = 10
     client_id = None
+    bad_offset = -1
     if n >= 0:
         if pos + n > len(payload):
             raise DecodeError("client_id runs past the frame", field_path="header.client_id",
                               offset=8, expected=f"{n} bytes", actual=f"{len(payload) - pos} bytes")
-        client_id = payload[pos:pos + n].decode("utf-8", "backslashreplace")
+        raw = payload[pos:pos + n]
+        try:
+            client_id = raw.decode()
+        except UnicodeDecodeError:
+            client_id = raw.decode("utf-8", "backslashreplace")
+            bad_offset = pos
         pos += n
     tagged = None
     if hv == 2:
@@ -122,7 +131,8 @@ def decode_request_header(defs: Definitions, payload: bytes) -> RequestHeader:
         except (IndexError, ValueError) as exc:
             raise DecodeError(f"bad tagged fields: {exc}", field_path="header._tagged_fields",
                               offset=pos) from None
-    return RequestHeader(api_key, api_version, correlation_id, client_id, hv, pos, tagged)
+    return RequestHeader(api_key, api_version, correlation_id, client_id, hv, pos, tagged,
+                         bad_offset)
 
 
 def decode_response_header(payload: bytes, header_version: int) -> tuple[int, int, list | None]:

@@ -688,3 +688,13 @@ def test_secret_response_with_a_bad_header_keeps_its_body_redacted():
     assert any(i.kind == IssueKind.HEADER_DECODE_ERROR for i in ex.issues)
     assert ex.response.raw_body is None
     assert isinstance(ex.response.body["_raw_body"], Redacted)
+
+
+def test_client_id_not_utf8_is_a_spec_departure():
+    w = Wire()
+    raw = i16(HEARTBEAT) + i16(0) + i32(5) + i16(3) + b"c\xff\xfe" + heartbeat_v0_request_body()
+    ex = paired(w, i32(len(raw)) + raw, response(5, heartbeat_v0_response_body()))
+    assert ex.client_id == "c\\xff\\xfe"
+    [issue] = [i for i in ex.issues if i.field_path == "header.client_id"]
+    assert issue.kind == IssueKind.SPEC_DEPARTURE and issue.frame_offset == 10
+    assert issue.direction == "request"
