@@ -369,6 +369,9 @@ def _v2_partial(data: bytes, pos: int, rem: int) -> Batch:
                       rem - V2_HEADER_BYTES, None, True, None)
 
 
+_INT64_MAX = (1 << 63) - 1
+
+
 def _v2_batch(data: bytes, mv: memoryview, pos: int, end: int, ctx: _Ctx) -> Batch:
     (base_offset, _length, leader_epoch, magic, crc, attrs, last_delta, base_ts, max_ts,
      producer_id, producer_epoch, base_sequence, count) = _V2_HEADER.unpack_from(data, pos)
@@ -381,6 +384,10 @@ def _v2_batch(data: bytes, mv: memoryview, pos: int, end: int, ctx: _Ctx) -> Bat
             issues.append(RecordIssue(
                 "crc_mismatch", f"record batch at byte {pos} (base offset {base_offset}): "
                 f"CRC32C of the batch is {actual:#010x}, stored CRC is {crc:#010x}", pos))
+    if base_offset + last_delta > _INT64_MAX:
+        issues.append(RecordIssue(
+            "record_decode_error", f"record batch at byte {pos}: base offset {base_offset} + "
+            f"last offset delta {last_delta} is beyond the int64 offsets Kafka uses", pos))
     codec = attrs & 0x07
     control = bool(attrs & 0x20)
     start = pos + V2_HEADER_BYTES

@@ -773,3 +773,12 @@ def test_real_librdkafka_transactions():
     expected = {m["partition"]: m["markers"] for m in truth["expected_control_records"]}
     got = {p: [name for _, name in sorted(set(v))] for p, v in markers.items()}
     assert got == expected
+
+
+def test_offsets_beyond_int64_are_reported_and_decoding_goes_on():
+    top = 2**63 - 1
+    data = enc.record_batch([enc.Rec(value=b"v", offset_delta=5)], base_offset=top)
+    rs = decode_records(data, with_records=True)
+    assert [i.kind for i in rs.issues] == ["record_decode_error"]
+    assert "beyond the int64 offsets" in rs.issues[0].message
+    assert rs.batches[0].records[0].offset == top + 5
