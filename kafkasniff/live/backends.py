@@ -74,7 +74,7 @@ SO_TIMESTAMPNS = 35
 SCM_TIMESTAMPNS = SO_TIMESTAMPNS
 
 #: tpacket3_hdr: tp_next_offset, tp_sec, tp_nsec, tp_snaplen, tp_len, tp_status, tp_mac, tp_net
-_tp3_hdr = struct.Struct("<IIIIIIHH").unpack_from
+tp3_packet_header = struct.Struct("<IIIIIIHH").unpack_from
 _TP3_HDR_LEN = 48        # TPACKET_ALIGN(sizeof(struct tpacket3_hdr))
 #: block descriptor: version, offset_to_priv, block_status, num_pkts, offset_to_first_pkt,
 #: blk_len
@@ -434,7 +434,7 @@ def block_packets(buf, base: int, flags: int):
     ``orig_len`` counts it)."""
     _, _, _, num, first = _blk_hdr(buf, base)
     off = base + first
-    hdr = _tp3_hdr
+    hdr = tp3_packet_header
     cooked = flags & FLAG_COOKED
     skip_out = flags & FLAG_SKIP_OUTGOING
     for _ in range(num):

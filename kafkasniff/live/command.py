@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import time
 
 import click
 
@@ -162,7 +163,7 @@ def live_command(iface, read_file, bpf, ports, detect, max_frame_bytes, definiti
     from kafkasniff.live.engine import LiveConfig, LiveSession, default_workers
 
     n_workers = workers or default_workers()
-    batch_bytes = 256 * 1024
+    batch_bytes = LiveConfig.batch_bytes
     output = "none" if use_tui else ("json" if as_json else "lines")
     if output == "none" and count:
         output = "count"
@@ -282,10 +283,8 @@ def live_command(iface, read_file, bpf, ports, detect, max_frame_bytes, definiti
             click.echo(stats_line(snap, state["prev"]), err=True)
         state["prev"] = snap
 
-    import time as _time
-
     def on_tick(s) -> None:
-        now = _time.monotonic()
+        now = time.monotonic()
         if duration is not None and not s.stopping and now - s.started_mono >= duration:
             s.request_stop("duration")
         if stats_every and not use_tui:
@@ -391,10 +390,8 @@ def _export_factory(directory: str, every_s: float, rows: int):
         os.makedirs(directory, exist_ok=True)
     except OSError as exc:
         _fail(f"--export {directory}: {exc.strerror or exc}")
-    import time as _time
-
     return {"dir": directory, "every_s": every_s, "rows": rows,
-            "started": _time.strftime("%Y%m%dT%H%M%S", _time.gmtime())}
+            "started": time.strftime("%Y%m%dT%H%M%S", time.gmtime())}
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -56,7 +56,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from kafkasniff.live.backends import (FLAG_COOKED, FLAG_SKIP_OUTGOING, KIND_RECORDS,
-                                      KIND_TPACKET_V3, batch_header, block_packets)
+                                      KIND_TPACKET_V3, batch_header, block_packets,
+                                      tp3_packet_header)
 
 __all__ = [
     "CONN_ID_STRIDE",
@@ -649,7 +650,6 @@ def _put(q, msg, parent: int) -> None:
 
 
 _BATCH_HDR = batch_header.size
-_tp3 = struct.Struct("<IIIIIIHH").unpack_from
 _blk_num_first = struct.Struct("<II").unpack_from
 
 
@@ -663,7 +663,7 @@ def _feed_block(buf: bytes, base: int, link_type: int, flags: int, feed, handle,
         return
     num, first = _blk_num_first(buf, base + 12)
     off = base + first
-    hdr = _tp3
+    hdr = tp3_packet_header
     for _ in range(num):
         nxt, sec, nsec, snap, length, _st, mac, _net = hdr(buf, off)
         start = off + mac
