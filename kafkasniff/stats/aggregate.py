@@ -27,6 +27,12 @@ def new_sketch() -> LogCollapsingLowestDenseDDSketch:
                                             bin_limit=SKETCH_BINS)
 
 
+
+def api_row_key(ex: Exchange) -> str:
+    """The per-API row an exchange counts in: its api_name, ``Unknown`` for the exchanges
+    without a Kafka api_key (orphans not inferred, raw SASL tokens, ...)."""
+    return ex.api_name if ex.api_key >= 0 else "Unknown"
+
 class Row:
     """Counters of one row (one API, client_id, broker or topic).
 
@@ -151,7 +157,7 @@ class Aggregator:
     def add(self, ex: Exchange) -> None:
         """Count one exchange in every table."""
         self.total.add(ex)
-        self.apis.row(ex.api_name if ex.api_key >= 0 else "Unknown").add(ex)
+        self.apis.row(api_row_key(ex)).add(ex)
         self.clients.row(ex.client_id if ex.client_id is not None else "(none)").add(ex)
         self.brokers.row(ex.broker).add(ex)
         for t in ex.topics:

@@ -18,7 +18,7 @@ from typing import NamedTuple
 from kafkasniff.issues import DecodeIssue
 from kafkasniff.pairing.exchange import PAIRED, Exchange
 from kafkasniff.pairing.summary import _ARRAY, _ERROR, _STRUCT, _TOPIC, _TOPIC_ID
-from kafkasniff.stats.aggregate import Aggregator, Row, new_sketch
+from kafkasniff.stats.aggregate import Aggregator, Row, api_row_key, new_sketch
 
 TIMELINE_BUCKETS = 120
 #: latency histogram bin edges: 4 bins per decade from 10 µs to 100 s (ns); below and above
@@ -256,10 +256,11 @@ class Aggregates:
         lat = ex.latency_ns if ex.status == PAIRED else None
         if lat is not None and lat < 0:
             lat = 0
-        self.timeline.add(ts, bool(ex.errors), lat)
+        if ts:      # an exchange without a time would stretch the timeline back to 1970
+            self.timeline.add(ts, bool(ex.errors), lat)
         # the key of the exchange's row in self.agg.apis (the Overview's API table finds the
         # histogram of the row under its cursor by that key)
-        name = ex.api_name if ex.api_key >= 0 else "Unknown"
+        name = api_row_key(ex)
         if lat is not None:
             h = self.hist.get(name)
             if h is None:
