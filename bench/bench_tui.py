@@ -357,7 +357,7 @@ def _datatable(store, n: int) -> dict:
     from textual.widgets import DataTable
 
     from kafkasniff.tui.models import EXCHANGE_COLUMNS, ExchangeModel
-    from kafkasniff.tui.store import array
+    from array import array
 
     model = ExchangeModel(store, array("i", range(n)))
     rows = [tuple(c[0] if type(c) is tuple else c for c in model.cells(i)) for i in range(n)]

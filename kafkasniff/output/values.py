@@ -71,6 +71,6 @@ def short(desc: dict | None, width: int = 60) -> str:
         text = "0x" + desc["hex"]
     if len(text) > width:
         text = text[: width - 1] + "…"
-    if desc.get("truncated") or len(text) > width:
+    if desc.get("truncated"):
         text += f"({desc['size_bytes']}B)"
     return text
