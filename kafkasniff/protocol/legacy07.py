@@ -53,6 +53,7 @@ from kafkasniff.protocol.compression import (DEFAULT_MAX_BYTES, DecompressionErr
 from kafkasniff.protocol.detect import HUNT_MAX_REQUEST_BYTES
 from kafkasniff.protocol.framing import ACCEPT, NEED_MORE, REJECT, Validator
 from kafkasniff.protocol.lenient import BodyIssue
+from kafkasniff.protocol.lenient import _Stop  # where a decode stopped: path, offset, why
 
 PRODUCE, FETCH, MULTIFETCH, MULTIPRODUCE, OFFSETS = 0, 1, 2, 3, 4
 REQUEST_TYPES = {PRODUCE: "PRODUCE", FETCH: "FETCH", MULTIFETCH: "MULTIFETCH",
@@ -89,14 +90,6 @@ def error_name(code: int) -> str:
 
 
 # =========================================================================== reading helpers
-
-class _Stop(Exception):
-    def __init__(self, path: str, offset: int, message: str) -> None:
-        super().__init__(message)
-        self.path = path
-        self.offset = offset
-        self.message = message
-
 
 class _Reader:
     __slots__ = ("buf", "pos", "end", "issues")

@@ -13,6 +13,8 @@ from __future__ import annotations
 import base64
 import struct
 
+from kafkasniff.protocol.primitives import write_uvarint as uvarint
+
 # api keys
 PRODUCE, FETCH, METADATA, HEARTBEAT, API_VERSIONS = 0, 1, 3, 12, 18
 
@@ -37,15 +39,6 @@ def i64(v: int) -> bytes:
 
 def boolean(v: bool) -> bytes:
     return b"\x01" if v else b"\x00"
-
-
-def uvarint(v: int) -> bytes:
-    out = bytearray()
-    while v >= 0x80:
-        out.append((v & 0x7F) | 0x80)
-        v >>= 7
-    out.append(v)
-    return bytes(out)
 
 
 def string(s: str | None) -> bytes:
