@@ -11,7 +11,7 @@ Run as root (packet sockets)::
 What it does, all on ``lo`` and in one run:
 
 1. **Real Kafka traffic through librdkafka's mock cluster** (the load generator of the
-   project: :mod:`kafkasniff.testing.mock_cluster`): producers and consumers run for a few
+   project: :mod:`tests.support.mock_cluster`): producers and consumers run for a few
    seconds while ``kafkasniff live`` and ``tcpdump`` capture at the same time. Reported: the
    packets/s and MB/s the clients and the mock reach on this machine and both tools' drops.
    tcpdump's file of that run is also the seed of profile ``steady`` below.
@@ -326,7 +326,7 @@ def mock_load(seconds: float, workers: int | None, seed_path: Path) -> dict:
     tcpdump at the same time (tcpdump's file becomes the ``steady`` seed)."""
     from confluent_kafka import Consumer, Producer
 
-    from kafkasniff.testing.mock_cluster import MockCluster
+    from tests.support.mock_cluster import MockCluster
 
     with MockCluster(num_brokers=3) as c:
         c.create_topic("load", 6)

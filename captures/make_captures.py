@@ -9,7 +9,7 @@ Usage (as root, because tcpdump captures on the loopback interface)::
     .venv/bin/python captures/make_captures.py --crafted        # crafted_* (craft_captures.py)
 
 For each scenario the script starts a librdkafka mock Kafka cluster
-(:class:`kafkasniff.testing.mock_cluster.MockCluster`, brokers on random 127.0.0.1
+(:class:`tests.support.mock_cluster.MockCluster`, brokers on random 127.0.0.1
 ports), starts ``tcpdump -i lo`` filtered on the broker ports, runs real Kafka clients
 (confluent-kafka/librdkafka, kafka-python, aiokafka) against it, closes them, stops
 tcpdump with SIGINT and writes two files:
@@ -57,7 +57,7 @@ if str(ROOT) not in sys.path:
 from _common import TRUTH_FORMAT, dump_truth, text_or_none  # noqa: E402
 
 from kafkasniff.protocol.schema import load_definitions  # noqa: E402
-from kafkasniff.testing.mock_cluster import MockCluster, librdkafka_version  # noqa: E402
+from tests.support.mock_cluster import MockCluster, librdkafka_version  # noqa: E402
 
 CAPTURES = ROOT / "captures"
 log = logging.getLogger("make_captures")

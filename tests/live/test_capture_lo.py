@@ -12,7 +12,7 @@ import uuid
 
 import pytest
 
-from kafkasniff.testing.mock_cluster import MockCluster
+from tests.support.mock_cluster import MockCluster
 
 from .helpers import (LIVE, LiveProcess, capture_permission, parse_json_lines, port_args,
                       records_of, run_live, run_read)

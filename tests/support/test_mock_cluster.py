@@ -1,4 +1,4 @@
-"""kafkasniff.testing.mock_cluster against a real librdkafka client (confluent-kafka)."""
+"""tests.support.mock_cluster against a real librdkafka client (confluent-kafka)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ confluent_kafka = pytest.importorskip(
 
 from confluent_kafka.admin import AdminClient  # noqa: E402
 
-from kafkasniff.testing.mock_cluster import (  # noqa: E402
+from tests.support.mock_cluster import (  # noqa: E402
     MockCluster,
     MockClusterError,
     MockRequest,

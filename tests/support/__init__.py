@@ -1,0 +1,6 @@
+"""Test support that talks to real Kafka client code (never imported by ``kafkasniff``).
+
+:mod:`tests.support.mock_cluster` drives librdkafka's built-in mock Kafka cluster through
+ctypes; the capture script (``captures/make_captures.py``), the live-capture tests and the
+benchmarks use it to get real Kafka traffic on the loopback interface without a broker.
+"""
