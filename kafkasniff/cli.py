@@ -343,17 +343,28 @@ def definitions() -> None:
               help="Directory of older specs restoring versions the newest ones dropped.")
 @click.option("--errors", "errors_file", default=None, type=click.Path(dir_okay=False, exists=True),
               help="errors.json error-code table (default: next to the specs directory).")
+@click.option("--manifest", "manifest_file", default=None,
+              type=click.Path(dir_okay=False, exists=True),
+              help="manifest.json provenance of the specs (default: next to the specs "
+                   "directory).")
 @click.option("-o", "--output", required=True, type=click.Path(file_okay=False),
               help="Output directory (e.g. dissectors/).")
-def definitions_generate(specs, dropped, errors_file, output):
+@click.option("--api-keys", "api_keys_file", default=None, type=click.Path(dir_okay=False),
+              help="Also write the API-key constants module here "
+                   "(kafkasniff/protocol/apis.py).")
+def definitions_generate(specs, dropped, errors_file, manifest_file, output, api_keys_file):
     """Regenerate the normalized definitions from Kafka's JSON specs."""
     from pathlib import Path
 
-    from kafkasniff.protocol.generate import generate
+    from kafkasniff.generator.api_keys import write_api_keys
+    from kafkasniff.generator.specs import generate
 
     try:
         written = generate(Path(specs), Path(output), dropped_dir=Path(dropped) if dropped else None,
-                           errors_file=Path(errors_file) if errors_file else None)
+                           errors_file=Path(errors_file) if errors_file else None,
+                           manifest_file=Path(manifest_file) if manifest_file else None)
+        if api_keys_file:
+            written.append(write_api_keys(Path(output) / "index.json", Path(api_keys_file)))
     except KafkaSniffError as exc:
         _fail(str(exc))
     click.echo(f"wrote {len(written)} files to {output}")

@@ -22,7 +22,7 @@ from typing import Callable
 
 from kafkasniff.errors import DefinitionError
 from kafkasniff.protocol.primitives import RawRecords, read_uvarint, uuid_to_str
-from kafkasniff.protocol.schema import FIXED_SIZES, STRUCT_CODES, FieldPlan, StructPlan
+from kafkasniff.protocol.plans import FIXED_SIZES, STRUCT_CODES, FieldPlan, StructPlan
 
 UNKNOWN_TAGS_KEY = "_unknown_tagged_fields"
 

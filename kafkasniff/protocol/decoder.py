@@ -1,7 +1,7 @@
 """Body decoding facade: (api_key, api_version, direction, payload) -> decoded body + issues.
 
 Every (api_key, version, request|response) is compiled once into a strict fast decoder
-(:mod:`.codegen`) and cached. When it rejects a frame, the lenient interpreter
+(:mod:`.codegen`, cached by :meth:`~.schema.Definitions.compiled`). When it rejects a frame, the lenient interpreter
 (:mod:`.lenient`) decodes what it can and reports where and why. Unknown api keys keep the
 body raw; a version newer than the definitions is decoded best-effort with the nearest known
 version, marked ``assumed_version``.
@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from kafkasniff.errors import DefinitionError
 from kafkasniff.issues import IssueKind
-from kafkasniff.protocol.codegen import StrictDecodeFailure, compile_plan
+from kafkasniff.protocol.codegen import StrictDecodeFailure
 from kafkasniff.protocol.headers import API_VERSIONS
 from kafkasniff.protocol.lenient import BodyIssue, decode_lenient
 from kafkasniff.protocol.schema import ApiInfo, Definitions
@@ -58,24 +58,19 @@ class BodyDecoder:
 
     def __init__(self, defs: Definitions) -> None:
         self.defs = defs
-        self._cache: dict[tuple[int, int, bool], object] = {}
         self._described: set[tuple[int, int]] = set()  # (api_key, version) with a layout
 
     def strict_decoder(self, api_key: int, version: int, is_response: bool):
-        """The compiled strict decoder ``fn(buf, pos) -> (dict, end)`` (cached).
+        """The compiled strict decoder ``fn(buf, pos) -> (dict, end)`` of the request or
+        response of ``api_key`` at ``version`` (from the definitions' one decoder cache,
+        :meth:`Definitions.compiled`).
 
         Raises DefinitionError if the definitions have no such api_key/version.
         """
-        key = (api_key, version, is_response)
-        fn = self._cache.get(key)
-        if fn is None:
-            info = self.defs.apis.get(api_key)
-            if info is None:
-                raise DefinitionError(f"unknown api_key {api_key}")
-            name = info.response if is_response else info.request
-            fn = compile_plan(self.defs.plan(name, version))
-            self._cache[key] = fn
-        return fn
+        info = self.defs.apis.get(api_key)
+        if info is None:
+            raise DefinitionError(f"unknown api_key {api_key}")
+        return self.defs.compiled(info.response if is_response else info.request, version)
 
     def nearest_version(self, api_key: int, version: int) -> int | None:
         """The closest version the definitions describe (``None`` for an unknown api_key)."""

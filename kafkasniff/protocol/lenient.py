@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from kafkasniff.issues import IssueKind
 from kafkasniff.protocol.codegen import UNKNOWN_TAGS_KEY
 from kafkasniff.protocol.primitives import RawRecords, read_uvarint, uuid_to_str
-from kafkasniff.protocol.schema import FIXED_SIZES, STRUCT_CODES, FieldPlan, StructPlan
+from kafkasniff.protocol.plans import FIXED_SIZES, STRUCT_CODES, FieldPlan, StructPlan
 
 _UNPACK = {k: struct.Struct(">" + c).unpack_from for k, c in STRUCT_CODES.items()}
 

@@ -1,9 +1,9 @@
 """Loading the generated definitions (``dissectors/``) and turning them into decoding plans.
 
-A *plan* is the layout of one struct at one version with every version-dependent decision
-already taken: which fields are present, which are nullable, which use the compact (flexible)
-encoding, which are tagged. Both the compiled fast decoder (:mod:`.codegen`) and the lenient
-interpreter (:mod:`.lenient`) work from plans, so they cannot disagree on the layout.
+A *plan* (:mod:`.plans`) is the layout of one struct at one version with every
+version-dependent decision already taken. :class:`Definitions` builds plans and keeps the one
+cache of compiled strict decoders (:meth:`Definitions.compiled`, compiled by :mod:`.codegen`)
+that every decoding path shares.
 
 Definitions directory lookup order: the ``directory`` argument, ``$KAFKASNIFF_DISSECTORS``,
 the copy installed inside the package (``kafkasniff/dissectors``), the repository's
@@ -20,11 +20,8 @@ from pathlib import Path
 from typing import Callable
 
 from kafkasniff.errors import DefinitionError
-
-FIXED_SIZES = {"int8": 1, "int16": 2, "int32": 4, "int64": 8, "uint16": 2, "uint32": 4,
-               "float64": 8, "bool": 1, "uuid": 16}
-STRUCT_CODES = {"int8": "b", "int16": "h", "int32": "i", "int64": "q", "uint16": "H",
-                "uint32": "I", "float64": "d", "bool": "?", "uuid": "16s"}
+from kafkasniff.protocol.codegen import compile_plan
+from kafkasniff.protocol.plans import FieldPlan, StructPlan
 
 
 def _in(rng, version: int) -> bool:
@@ -68,48 +65,6 @@ class ErrorInfo:
     code: int
     name: str
     retriable: bool
-
-
-@dataclass(frozen=True, slots=True)
-class FieldPlan:
-    """One field of a struct at one version.
-
-    Attributes:
-        key: snake_case name used in decoded dicts.
-        kind: ``int8`` ... ``uuid``, ``string``, ``bytes``, ``records``, ``struct``, ``array``.
-        items: element kind for arrays (a primitive kind or ``struct``), else ``None``.
-        struct: the element/struct plan for struct kinds, else ``None``.
-        compact: compact (uvarint-length) encoding for strings/bytes/records/arrays.
-        nullable: null allowed at this version.
-        tag: the tag number of a tagged field, else ``None``.
-        entity_type: Kafka's ``entityType`` (``topicName``, ``brokerId`` ...), or ``None``.
-    """
-
-    key: str
-    kind: str
-    items: str | None
-    struct: "StructPlan | None"
-    compact: bool
-    nullable: bool
-    tag: int | None
-    entity_type: str | None
-
-
-@dataclass(frozen=True, slots=True)
-class StructPlan:
-    """A struct (or a whole message body) at one version.
-
-    Attributes:
-        name: struct or message name.
-        fields: the untagged fields in wire order.
-        tagged: tagged fields by tag number.
-        flexible: whether a tagged-field section ends the struct.
-    """
-
-    name: str
-    fields: tuple[FieldPlan, ...]
-    tagged: dict[int, FieldPlan]
-    flexible: bool
 
 
 def default_directory() -> Path:
@@ -234,8 +189,6 @@ class Definitions:
         """
         fn = self._compiled.get((name, version))
         if fn is None:
-            from kafkasniff.protocol.codegen import compile_plan
-
             fn = self._compiled[(name, version)] = compile_plan(self.plan(name, version))
         return fn
 

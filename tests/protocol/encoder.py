@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from kafkasniff.protocol.codegen import UNKNOWN_TAGS_KEY
 from kafkasniff.protocol.primitives import RawRecords
-from kafkasniff.protocol.schema import FieldPlan, StructPlan
+from kafkasniff.protocol.plans import FieldPlan, StructPlan
 
 __all__ = ["encode", "encode_struct", "example_value", "field_offsets", "value_strategy",
            "UNKNOWN_TAGS_KEY", "INT_RANGES"]

@@ -25,7 +25,8 @@ from kafkasniff.protocol.decoder import UNSUPPORTED_VERSION_CODE, BodyDecoder
 from kafkasniff.protocol.headers import API_VERSIONS
 from kafkasniff.protocol.lenient import decode_lenient
 from kafkasniff.protocol.primitives import RawRecords
-from kafkasniff.protocol.schema import FieldPlan, StructPlan, load_definitions
+from kafkasniff.protocol.plans import FieldPlan, StructPlan
+from kafkasniff.protocol.schema import load_definitions
 
 from .encoder import UNKNOWN_TAGS_KEY, encode, example_value, value_strategy
 

@@ -1,4 +1,4 @@
-"""The definitions generator (kafkasniff.protocol.generate) and the committed ``dissectors/``."""
+"""The definitions generator (kafkasniff.generator.specs) and the committed ``dissectors/``."""
 
 from __future__ import annotations
 
@@ -10,10 +10,13 @@ import pytest
 
 from kafkasniff.errors import DefinitionError
 from kafkasniff.protocol.codegen import compile_plan
-from kafkasniff.protocol.generate import GENERATED_NOTE, generate, main, snake_case, strip_comments
+from click.testing import CliRunner
+
+from kafkasniff.cli import main
+from kafkasniff.generator.specs import GENERATED_NOTE, generate, snake_case, strip_comments
 from kafkasniff.protocol.schema import Definitions
 
-from .encoder import encode, example_value
+from tests.protocol.encoder import encode, example_value
 
 REPO = Path(__file__).resolve().parents[2]
 DISSECTORS = REPO / "dissectors"
@@ -294,13 +297,17 @@ def test_tiny_definitions_load_and_decode(tiny):
     assert encode(v3, example_value(v3)) != body
 
 
-def test_cli_main(tiny, capsys):
+def test_cli_main(tiny):
     specs, dropped, out = tiny
-    assert main(["--specs", str(specs), "--dropped", str(dropped), "-o", str(out)]) == 0
-    assert "wrote 5 files" in capsys.readouterr().out
+    run = CliRunner().invoke
+    r = run(main, ["definitions", "generate", "--specs", str(specs), "--dropped", str(dropped),
+                   "-o", str(out)])
+    assert r.exit_code == 0
+    assert "wrote 5 files" in r.stdout
     (specs / "TinyResponse.json").write_text("{nope", encoding="utf-8")
-    assert main(["--specs", str(specs), "-o", str(out)]) == 2
-    assert "TinyResponse.json" in capsys.readouterr().err
+    r = run(main, ["definitions", "generate", "--specs", str(specs), "-o", str(out)])
+    assert r.exit_code == 2
+    assert "TinyResponse.json" in r.stderr
 
 
 @pytest.mark.parametrize("name, text", [
