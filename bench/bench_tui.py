@@ -74,7 +74,7 @@ def summary(lat: list[float]) -> dict:
 # ------------------------------------------------------------------------------------ children
 
 def child_pipeline(capture: str) -> dict:
-    from kafkasniff.pairing.exchange import Exchange
+    from kafkasniff.model import Exchange
     from kafkasniff.pipeline import Pipeline, PipelineOptions, analyze
 
     base = rss_mb()
@@ -353,11 +353,12 @@ def _app_over_store(store) -> dict:
 
 def _datatable(store, n: int) -> dict:
     """Textual's DataTable with ``n`` of the same rows: time to add them and memory."""
+    from array import array
+
     from textual.app import App
     from textual.widgets import DataTable
 
     from kafkasniff.tui.models import EXCHANGE_COLUMNS, ExchangeModel
-    from array import array
 
     model = ExchangeModel(store, array("i", range(n)))
     rows = [tuple(c[0] if type(c) is tuple else c for c in model.cells(i)) for i in range(n)]

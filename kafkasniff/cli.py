@@ -231,9 +231,15 @@ def read(files, read_files, ports, detect, max_frame_bytes, definitions, max_unc
          wire_format, show_secrets, as_json, api, client, topic, errors_only, min_latency, count, no_issues,
          strict, color, quiet, with_records, value_bytes):
     """Print every exchange: one line each, or JSON Lines with --json."""
-    from kafkasniff.output.render import (exchange_line, exchange_to_dict, issue_line,
-                                          issue_to_dict, json_default, record_lines)
-    from kafkasniff.pairing.exchange import Exchange
+    from kafkasniff.model import Exchange
+    from kafkasniff.output.render import (
+        exchange_line,
+        exchange_to_dict,
+        issue_line,
+        issue_to_dict,
+        json_default,
+        record_lines,
+    )
     from kafkasniff.pipeline import Pipeline, analyze
 
     inp = _inputs(files, read_files, ports, detect, max_frame_bytes, definitions,
@@ -296,7 +302,7 @@ def read(files, read_files, ports, detect, max_frame_bytes, definitions, max_unc
 def stats(files, read_files, ports, detect, max_frame_bytes, definitions, max_uncompressed_bytes,
           wire_format, show_secrets, as_json, top, strict):
     """Latency percentiles, errors, throttling and bytes per API, client_id, broker and topic."""
-    from kafkasniff.pairing.exchange import Exchange
+    from kafkasniff.model import Exchange
     from kafkasniff.pipeline import Pipeline, analyze
     from kafkasniff.stats.aggregate import Aggregator
     from kafkasniff.stats.report import render_report

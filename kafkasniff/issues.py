@@ -1,13 +1,13 @@
-"""First-class records of everything that could not be decoded as the spec says.
+"""The vocabulary of issues: what kinds of problems exist and how bad each is.
 
 Nothing is dropped silently: a gap, a resync, an unknown api_key, an unsupported version, a
 body that does not fit its frame, an unanswered request, an orphan response ... each becomes a
-:class:`DecodeIssue` that is counted, shown and exported.
+:class:`kafkasniff.model.DecodeIssue` of one :class:`IssueKind` with a :class:`Severity`,
+counted, shown and exported.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import StrEnum
 
 
@@ -67,59 +67,3 @@ class IssueKind(StrEnum):
     PENDING_OVERFLOW = "pending_overflow"
     # a bug in kafkasniff while decoding one frame: reported, analysis goes on
     INTERNAL_ERROR = "internal_error"
-
-
-@dataclass(frozen=True, slots=True)
-class DecodeIssue:
-    """One thing that could not be decoded as the spec says.
-
-    Attributes:
-        kind: an :class:`IssueKind` value.
-        severity: a :class:`Severity` value.
-        message: one human sentence with offsets, field paths, expected and actual values.
-        ts_ns: capture time (ns since epoch, UTC) of the packet/frame concerned, 0 if unknown.
-        connection_id: id of the TCP connection (``-1`` if none).
-        client / broker: ``"ip:port"`` endpoints (``""`` if unknown).
-        direction: ``"request"`` (client to broker), ``"response"``, or ``""``.
-        stream_offset: byte offset in the TCP stream of that direction (``-1`` if n/a).
-        length_bytes: bytes concerned (gap length, bytes skipped, trailing bytes), 0 if n/a.
-        field_path: dotted Kafka field path (snake_case), ``""`` if n/a.
-        frame_offset: byte offset inside the frame payload (``-1`` if n/a).
-        correlation_id / api_key / api_version: of the frame concerned, ``None`` if unknown.
-    """
-
-    kind: str
-    severity: str
-    message: str
-    ts_ns: int = 0
-    connection_id: int = -1
-    client: str = ""
-    broker: str = ""
-    direction: str = ""
-    stream_offset: int = -1
-    length_bytes: int = 0
-    field_path: str = ""
-    frame_offset: int = -1
-    correlation_id: int | None = None
-    api_key: int | None = None
-    api_version: int | None = None
-
-    def to_dict(self) -> dict:
-        """A JSON-ready dict (every attribute, issue kinds as strings)."""
-        return {
-            "kind": str(self.kind),
-            "severity": str(self.severity),
-            "message": self.message,
-            "ts_ns": self.ts_ns,
-            "connection_id": self.connection_id,
-            "client": self.client,
-            "broker": self.broker,
-            "direction": self.direction,
-            "stream_offset": self.stream_offset,
-            "length_bytes": self.length_bytes,
-            "field_path": self.field_path,
-            "frame_offset": self.frame_offset,
-            "correlation_id": self.correlation_id,
-            "api_key": self.api_key,
-            "api_version": self.api_version,
-        }

@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from kafkasniff.issues import DecodeIssue
-from kafkasniff.pairing.exchange import Exchange
+from kafkasniff.model import DecodeIssue, Exchange
 from kafkasniff.pipeline import Pipeline, PipelineOptions, analyze
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 from kafkasniff.capture.types import CapturedPacket
-from kafkasniff.pairing.exchange import Exchange
+from kafkasniff.model import Exchange
 from kafkasniff.pipeline import Pipeline, PipelineOptions
 from tests.capture.builders import ether, ipv4, tcp_header
-from tests.pairing.frames import (heartbeat_v0_response_body, metadata_v1_request,
-                                  metadata_v1_response_body, request_stream, response)
+from tests.pairing.frames import (
+    heartbeat_v0_response_body,
+    metadata_v1_request,
+    metadata_v1_response_body,
+    request_stream,
+    response,
+)
 
 CLIENT, BROKER = bytes([10, 0, 0, 1]), bytes([10, 0, 0, 2])
 CPORT, BPORT = 40000, 30000          # no broker port: found by request-header detection

@@ -55,7 +55,8 @@ from typing import IO, Callable, Iterator, NamedTuple
 
 from kafkasniff.capture.types import CapturedPacket
 from kafkasniff.errors import CaptureError
-from kafkasniff.issues import DecodeIssue, IssueKind, Severity
+from kafkasniff.issues import IssueKind, Severity
+from kafkasniff.model import DecodeIssue
 
 __all__ = [
     "MAX_RECORD_BYTES",

@@ -25,11 +25,11 @@ import datetime as _dt
 import json
 from functools import lru_cache
 
+from kafkasniff.content.records import RecordsLocator, summarize
 from kafkasniff.errors import DefinitionError
-from kafkasniff.issues import DecodeIssue
+from kafkasniff.model import DecodeIssue, Exchange, Message, WireFormat
 from kafkasniff.output.render import json_default
-from kafkasniff.pairing.exchange import Exchange, Message
-from kafkasniff.pairing.record_data import RecordsLocator, summarize
+from kafkasniff.protocol import legacy07
 
 _HOUR_NS = 3_600_000_000_000
 _I64 = 1 << 63
@@ -293,7 +293,7 @@ def _legacy07_partitions(ex: Exchange, out: dict) -> None:
     if type(body) is not dict:
         return
     items = body.get("fetches") or body.get("produces") or [body]
-    fetch = "FETCH" in ex.api_name
+    fetch = ex.api_key in (legacy07.FETCH, legacy07.MULTIFETCH)
     for item in items:
         if type(item) is not dict or type(item.get("partition")) is not int:
             continue
@@ -331,7 +331,7 @@ def partition_rows(ex: Exchange, base: dict, defs) -> list[dict]:
         tree = _partition_tree(rplan, False)
         if tree:
             _walk_partitions(tree, ex.response.body, None, None, "response", found)
-    if ex.api_version < 0 and ex.api_name.endswith("(0.7)"):
+    if ex.wire_format is WireFormat.KAFKA07:
         _legacy07_partitions(ex, found)
     by_partition: dict = {}
     for loc in ex.record_fields:

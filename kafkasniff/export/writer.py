@@ -35,10 +35,8 @@ import pyarrow.parquet as pq
 
 from kafkasniff.export import rows as _rows
 from kafkasniff.export.schema import SCHEMAS, TABLES, TIMESTAMP
-from kafkasniff.issues import DecodeIssue, IssueKind, Severity
-from kafkasniff.pairing.exchange import Exchange
-from kafkasniff.pipeline import ConnectionSummary, TopicName
-from kafkasniff.tcp.types import StreamClosed
+from kafkasniff.issues import IssueKind, Severity
+from kafkasniff.model import ConnectionSummary, DecodeIssue, Exchange, TopicName, connection_id_of
 
 FORMATS = ("parquet", "jsonl")
 PARTITION_COLUMNS = ("date", "hour")
@@ -204,6 +202,18 @@ class TableWriter:
         elif self._file is not None:
             self._file.flush()
 
+    def add_records(self, records: Iterable, *, capture: str, pipeline) -> None:
+        """Write the rows of what one :meth:`~kafkasniff.pipeline.Pipeline.feed` /
+        ``finish`` call of ``pipeline`` returned: connections are keyed by their first
+        packet time (:meth:`~kafkasniff.pipeline.Pipeline.first_seen_ns`), issues without a
+        time get the capture time reached."""
+        first_seen = pipeline.first_seen_ns
+        fallback = pipeline.stats.last_ts_ns
+        add = self.add
+        for rec in records:
+            add(rec, capture=capture, conn_first_ts_ns=first_seen(connection_id_of(rec)),
+                fallback_ts_ns=fallback)
+
     # -- ending
     def close(self, keep_empty: bool = False) -> bool:
         """Finish the file and rename it to its final name. Without rows, no file is left
@@ -237,58 +247,6 @@ class TableWriter:
             os.unlink(self.tmp_path)
         except FileNotFoundError:
             pass
-
-
-# ------------------------------------------------------------------------------- connections
-
-class ConnectionTap:
-    """Remembers the first packet time of every TCP connection the pipeline dispatches events
-    for (``conn_id -> first_ts_ns``), to key rows by :func:`~kafkasniff.export.rows.
-    connection_key` instead of the pipeline's connection number.
-
-    It wraps ``pipe.reassembler`` (whose ``feed``/``expire``/``flush`` results are the only
-    source of the pipeline's connection events). Entries of closed connections are dropped by
-    :meth:`release`, to be called once the records returned by a ``pipe.feed()`` /
-    ``pipe.finish()`` call have been consumed, so memory follows the open connections.
-    """
-
-    def __init__(self, pipe) -> None:
-        self._inner = pipe.reassembler
-        self.first_ts: dict[int, int] = {}
-        self._closed: list[int] = []
-        pipe.reassembler = self
-
-    def _note(self, events: list) -> list:
-        first = self.first_ts
-        for ev in events:
-            c = ev.conn
-            if c.conn_id not in first:
-                first[c.conn_id] = c.first_ts_ns
-            if type(ev) is StreamClosed:
-                self._closed.append(c.conn_id)
-        return events
-
-    def feed(self, seg):
-        """The wrapped reassembler's ``feed(seg)`` (its list of stream events), noted."""
-        return self._note(self._inner.feed(seg))
-
-    def expire(self, *args, **kwargs):
-        """The wrapped reassembler's ``expire(...)`` (its list of stream events), noted."""
-        return self._note(self._inner.expire(*args, **kwargs))
-
-    def flush(self, *args, **kwargs):
-        """The wrapped reassembler's ``flush(...)`` (its list of stream events), noted."""
-        return self._note(self._inner.flush(*args, **kwargs))
-
-    def release(self) -> None:
-        """Forget the connections closed so far."""
-        if self._closed:
-            for cid in self._closed:
-                self.first_ts.pop(cid, None)
-            self._closed.clear()
-
-    def __getattr__(self, name):
-        return getattr(self._inner, name)
 
 
 # ------------------------------------------------------------------------------- the sink
@@ -475,6 +433,18 @@ class ExportSink:
         else:
             raise TypeError(f"cannot export a {t.__name__}")
 
+    def add_records(self, records: Iterable, *, capture: str, pipeline) -> None:
+        """Write the rows of what one :meth:`~kafkasniff.pipeline.Pipeline.feed` /
+        ``finish`` call of ``pipeline`` returned: connections are keyed by their first
+        packet time (:meth:`~kafkasniff.pipeline.Pipeline.first_seen_ns`), issues without a
+        time get the capture time reached."""
+        first_seen = pipeline.first_seen_ns
+        fallback = pipeline.stats.last_ts_ns
+        add = self.add
+        for rec in records:
+            add(rec, capture=capture, conn_first_ts_ns=first_seen(connection_id_of(rec)),
+                fallback_ts_ns=fallback)
+
     # -- ending
     def close(self, empty_ts_ns: int = 0, empty_files: bool = True) -> dict[str, int]:
         """Finish every file; with ``empty_files``, a table without any row gets an empty
@@ -536,24 +506,13 @@ def export_captures(sources: list, out_dir: Path, *, options=None, with_records:
     opts = dataclasses.replace(options or PipelineOptions(), meta_records=True,
                                with_records=with_records)
     pipe = Pipeline(opts)
-    tap = ConnectionTap(pipe)
     stem_name = capture_name or (source_name(sources[0]) if sources else "capture")
     stem = stem_name + (f"-{file_tag}" if file_tag else "")
     sink = ExportSink(out_dir, file_stem=stem, fmt=fmt, partition_by=partition_by,
                       with_records=with_records, row_group_rows=row_group_rows,
                       row_group_bytes=row_group_bytes, defs=pipe.defs)
-    first_ts = tap.first_ts
     stats = pipe.stats
-    add = sink.add
-
-    def emit(out: list, capture: str) -> None:
-        for rec in out:
-            cid = getattr(rec, "conn_id", None)
-            if cid is None:
-                cid = getattr(rec, "connection_id", -1)
-            add(rec, capture=capture, conn_first_ts_ns=first_ts.get(cid),
-                fallback_ts_ns=stats.last_ts_ns)
-        tap.release()
+    add = sink.add_records
 
     capture = stem_name
     try:
@@ -565,12 +524,13 @@ def export_captures(sources: list, out_dir: Path, *, options=None, with_records:
                 for pkt in packets:
                     out = feed(pkt)
                     if out:
-                        emit(out, capture)
+                        add(out, capture=capture, pipeline=pipe)
                     n += 1
                     if on_progress is not None and not n & 0x1FFF:
                         on_progress(packets.bytes_read, packets.total_bytes)
-                emit([pipe.feed_issue(i) for i in packets.issues], capture)
-        emit(pipe.finish(), capture)
+                add([pipe.feed_issue(i) for i in packets.issues], capture=capture,
+                    pipeline=pipe)
+        add(pipe.finish(), capture=capture, pipeline=pipe)
     except BaseException:
         sink.abort()
         raise

@@ -25,8 +25,7 @@ from dataclasses import replace
 from typing import NamedTuple
 
 from kafkasniff.capture.writer import PcapNgWriter, isb_block
-from kafkasniff.pairing.exchange import SASL_TOKEN_API_KEY
-from kafkasniff.pairing.sasl import SASL_AUTHENTICATE
+from kafkasniff.protocol.apis import SASL_AUTHENTICATE, SASL_TOKEN
 
 __all__ = [
     "DecoderSink",
@@ -68,7 +67,7 @@ def light_exchange(ex):
     requests, and for error responses up to :data:`LIGHT_BODY_BYTES`, which per-partition
     error tables read) and record data (replaced by sizes and counts). What the TUI's
     ``SummaryBuilder`` and ``Aggregates`` read is kept."""
-    from kafkasniff.pairing.exchange import Message
+    from kafkasniff.model import Message
 
     def light(m, keep: bool):
         if m is None:
@@ -89,7 +88,7 @@ def light_exchange(ex):
                 loc.records.size_bytes, _LightDecoded((_LightBatch(n),)) if rs is not None
                 else None)))
         fields = tuple(out)
-    return replace(ex, request=light(ex.request, ex.api_key in (SASL_AUTHENTICATE, SASL_TOKEN_API_KEY)),
+    return replace(ex, request=light(ex.request, ex.api_key in (SASL_AUTHENTICATE, SASL_TOKEN)),
                    response=light(resp, keep_resp), record_fields=fields)
 
 
@@ -134,15 +133,14 @@ class DecoderSink:
         self._render = render
         self.multi = cfg.workers > 1
         self.hold_s = cfg.topic_hold_s
-        self.registry = pipe.ctx.summarizer.registry
+        self.registry = pipe.topics
         self.remote: dict[str, tuple[str, int]] = {}
         self.items: list = []
         self.learned: list = []
         self.extra: list = []
         self.held: deque = deque()
         self.replies: list = []
-        from kafkasniff.pairing.exchange import Exchange
-        from kafkasniff.pipeline import ConnectionSummary, TopicName
+        from kafkasniff.model import ConnectionSummary, Exchange, TopicName
 
         self._Exchange = Exchange
         self._TopicName = TopicName
@@ -330,8 +328,8 @@ class LiveExport:
     again.
 
     Args:
-        pipe: the decoder's pipeline (wrapped by a ``ConnectionTap`` for connection keys;
-            call before feeding it).
+        pipe: the decoder's pipeline (connection keys from its
+            :meth:`~kafkasniff.pipeline.Pipeline.first_seen_ns`).
         wid: decoder index.
         dir / every_s / rows: from ``--export``, ``--export-every``, ``--export-rows``.
         capture: the ``capture`` column (``live-<iface>``).
@@ -340,10 +338,7 @@ class LiveExport:
 
     def __init__(self, pipe, wid: int, dir: str, every_s: float = 60.0, rows: int = 100_000,
                  capture: str = "live", with_records: bool = False, started: str = "") -> None:
-        from kafkasniff.export.writer import ConnectionTap
-
         self.pipe = pipe
-        self.tap = ConnectionTap(pipe)
         self.wid = wid
         self.dir = dir
         self.every_s = every_s
@@ -358,8 +353,7 @@ class LiveExport:
         self.files = 0
         self.total_rows: dict[str, int] = {}
         self.known: dict = {}       # topic ids other decoders announced (DecoderSink.remote)
-        from kafkasniff.pairing.exchange import Exchange
-        from kafkasniff.pipeline import TopicName
+        from kafkasniff.model import Exchange, TopicName
 
         self._Exchange = Exchange
         self._TopicName = TopicName
@@ -378,25 +372,15 @@ class LiveExport:
         """Every record of one ``feed`` / ``finish`` call."""
         if self.sink is None:
             self._open()
-        first = self.tap.first_ts
-        last_ts = self.pipe.stats.last_ts_ns
-        add = self.sink.add
         known = self.known
+        TopicName = self._TopicName
+        if known:
+            # a topic id another decoder saw first (capture time) is not written again
+            recs = [r for r in recs if type(r) is not TopicName or
+                    (k := known.get(r.topic_id)) is None or k[1] > r.ts_ns]
+        self.sink.add_records(recs, capture=self.capture, pipeline=self.pipe)
         Exchange = self._Exchange
-        for rec in recs:
-            t = type(rec)
-            if t is self._TopicName:
-                k = known.get(rec.topic_id)
-                if k is not None and k[1] <= rec.ts_ns:
-                    continue        # another decoder saw it first (capture time)
-            cid = getattr(rec, "conn_id", None)
-            if cid is None:
-                cid = getattr(rec, "connection_id", -1)
-            add(rec, capture=self.capture, conn_first_ts_ns=first.get(cid),
-                fallback_ts_ns=last_ts)
-            if t is Exchange:
-                self.exchanges += 1
-        self.tap.release()
+        self.exchanges += sum(1 for r in recs if type(r) is Exchange)
         if self.exchanges >= self.rows:
             self._close()
 

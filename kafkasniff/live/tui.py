@@ -24,7 +24,7 @@ import threading
 import time
 from typing import Sequence
 
-from kafkasniff.issues import DecodeIssue
+from kafkasniff.model import DecodeIssue
 from kafkasniff.tui.aggregates import Aggregates
 from kafkasniff.tui.detail import Detail, kept_detail
 from kafkasniff.tui.source import Progress, ThreadedSource
@@ -73,12 +73,12 @@ class LiveDataSource(ThreadedSource):
         self.kept: dict = {}
 
     def _aggregates(self) -> Aggregates:
-        from kafkasniff.pairing.summary import Summarizer
+        from kafkasniff.content.summary import TopicRegistry
         from kafkasniff.protocol.schema import load_definitions
 
         defs = load_definitions(self.session.cfg.pipeline.get("definitions_dir"))
-        self.summarizer = Summarizer(defs)     # per-partition errors, topic ids learnt
-        return Aggregates(self.summarizer, defs)
+        self.registry = TopicRegistry()     # topic ids the decoders learnt
+        return Aggregates(self.registry, defs)
 
     # ----------------------------------------------------------------- from the engine
     def on_extra(self, wid: int, items: list) -> None:
@@ -102,7 +102,7 @@ class LiveDataSource(ThreadedSource):
 
     def on_learned(self, learned: list) -> None:
         """Topic ids a decoder learnt (per-partition errors name topics with them)."""
-        reg = self.summarizer.registry
+        reg = self.registry
         for tid, name, _ts in learned:
             reg.learn(tid, name)
         reg.learned.clear()

@@ -13,10 +13,9 @@ from __future__ import annotations
 import base64
 import datetime as _dt
 
-from kafkasniff.issues import DecodeIssue
-from kafkasniff.pairing.exchange import SASL_TOKEN_API_KEY, Exchange, Message
-from kafkasniff.pairing.sasl import SASL_AUTHENTICATE
+from kafkasniff.model import DecodeIssue, Exchange, Message
 from kafkasniff.output.values import DEFAULT_MAX_BYTES, describe_bytes
+from kafkasniff.protocol.apis import SASL_AUTHENTICATE, SASL_TOKEN
 from kafkasniff.protocol.primitives import RawRecords
 
 
@@ -221,7 +220,7 @@ def exchange_line(ex: Exchange, color: bool = False) -> str:
 
 def _sasl_note(ex: Exchange) -> str:
     """``sasl=SCRAM-SHA-256 user=bob`` for SaslAuthenticate and raw SASL token exchanges."""
-    if ex.api_key not in (SASL_AUTHENTICATE, SASL_TOKEN_API_KEY) or ex.request is None or \
+    if ex.api_key not in (SASL_AUTHENTICATE, SASL_TOKEN) or ex.request is None or \
             not ex.request.body:
         return ""
     desc = ex.request.body.get("auth_bytes") if ex.api_key == SASL_AUTHENTICATE else \

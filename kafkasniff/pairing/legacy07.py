@@ -42,21 +42,28 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 
+from kafkasniff.content.frames import DecodedFrame
 from kafkasniff.issues import IssueKind, Severity
-from kafkasniff.pairing.connection import _ISSUE_SEVERITY, IssueSource, PairingContext
-from kafkasniff.pairing.exchange import (NO_RESPONSE_EXPECTED, ORPHAN_RESPONSE, PAIRED,
-                                         UNANSWERED, Exchange, Message)
+from kafkasniff.model import Exchange, ExchangeStatus, Message, WireFormat
+from kafkasniff.pairing.base import SEVERITY, PairingConnection, PairingContext
 from kafkasniff.protocol.framing import HUNTING, Frame, Framer, FramerIssue
-from kafkasniff.protocol.legacy07 import (ERRORS_07, NO_RESPONSE_TYPES, REQUEST_TYPES,
-                                          decode_request_07, decode_response_07, error_name,
-                                          request_topics, request_type_name,
-                                          request_validator_07, response_errors, response_fits,
-                                          response_validator_07)
+from kafkasniff.protocol.legacy07 import (
+    ERRORS_07,
+    NO_RESPONSE_TYPES,
+    REQUEST_TYPES,
+    error_name,
+    request_topics,
+    request_type_name,
+    request_validator_07,
+    response_errors,
+    response_fits,
+    response_validator_07,
+)
 from kafkasniff.tcp.types import TcpConnection
 
 MIN_FRAME_BYTES = 2      # request_type / error_code
 
-_SEVERITY = dict(_ISSUE_SEVERITY)
+_SEVERITY = dict(SEVERITY)
 _SEVERITY.update({IssueKind.CRC_MISMATCH: Severity.WARNING,
                   IssueKind.DECOMPRESSION_ERROR: Severity.ERROR})
 
@@ -78,52 +85,42 @@ class _Pending07:
     seq: int
 
 
-class Kafka07Connection(IssueSource):
+class Kafka07Connection(PairingConnection):
     """Kafka 0.7 framing, decoding and in-order pairing for one TCP connection.
 
     Args:
-        ctx: the shared :class:`~kafkasniff.pairing.connection.PairingContext` (uses
-            ``max_frame_bytes``, ``max_pending`` and ``max_uncompressed_bytes``).
+        ctx: the shared :class:`~kafkasniff.pairing.base.PairingContext` (uses
+            ``max_frame_bytes``, ``max_pending`` and the content decoder's
+            ``max_uncompressed_bytes``).
         tcp: the TCP connection (endpoints, counters).
         client_dir: which stream direction (0 or 1) carries requests.
         mid_stream: the capture began after the connection opened (framers start TENTATIVE).
 
     Exchanges carry ``api_key`` = the 0.7 request type, ``api_name`` like ``"FETCH (0.7)"``,
-    ``api_version`` = -1, ``correlation_id`` = -1, ``client_id`` = None; request headers are
-    ``{"request_type"}``, response headers ``{"error_code"}`` (both 2 bytes:
-    ``body_offset`` = 2; response bodies repeat ``error_code``). ``errors`` names the non-zero
-    0.7 error codes (``"OffsetOutOfRange"`` ...), ``topics`` the request's topics.
+    ``api_version`` = -1, ``correlation_id`` = -1, ``client_id`` = None, ``wire_format`` =
+    ``kafka07``; request headers are ``{"request_type"}``, response headers
+    ``{"error_code"}`` (both 2 bytes: ``body_offset`` = 2; response bodies repeat
+    ``error_code``). ``errors`` names the non-zero 0.7 error codes (``"OffsetOutOfRange"``
+    ...), ``topics`` the request's topics.
     """
 
-    __slots__ = ("ctx", "tcp", "client_dir", "client", "broker", "framers", "pending",
-                 "mid_stream", "synced_once", "exchanges", "orphans", "unanswered", "requests",
-                 "cautious", "cautious_seq", "gave_up", "closing")
+    __slots__ = ("pending", "cautious", "cautious_seq", "gave_up")
     SEVERITY = _SEVERITY
+    FRAME_NAME = "0.7 frame"
 
     def __init__(self, ctx: PairingContext, tcp: TcpConnection, client_dir: int,
                  mid_stream: bool) -> None:
-        self.ctx = ctx
-        self.tcp = tcp
-        self.client_dir = client_dir
-        self.client = tcp.endpoint(client_dir)
-        self.broker = tcp.endpoint(1 - client_dir)
+        super().__init__(ctx, tcp, client_dir, mid_stream)
         self.pending: deque[_Pending07] = deque()
-        self.mid_stream = mid_stream
-        self.synced_once = [not mid_stream, not mid_stream]
         req = Framer(request_validator_07(), min_frame_bytes=MIN_FRAME_BYTES,
                      max_frame_bytes=ctx.max_frame_bytes, synced=not mid_stream)
         resp = Framer(response_validator_07(self._expected_type),
                       min_frame_bytes=MIN_FRAME_BYTES, max_frame_bytes=ctx.max_frame_bytes,
                       synced=not mid_stream)
         self.framers = [req, resp] if client_dir == 0 else [resp, req]
-        self.exchanges = 0
-        self.orphans = 0
-        self.unanswered = 0
-        self.requests = 0
         self.cautious = mid_stream     # see the module docstring
         self.cautious_seq = 0          # requests up to this one predate the loss
         self.gave_up = False           # broker side: waiting requests given up for this hunt
-        self.closing = False
 
     def _expected_type(self) -> int | None:
         return self.pending[0].rtype if self.pending else None
@@ -131,54 +128,40 @@ class Kafka07Connection(IssueSource):
     # ------------------------------------------------------------------ events
     def on_data(self, direction: int, offset: int, data: bytes, ts_ns: int) -> list:
         """Feed in-order bytes of ``direction``; returns exchanges and issues."""
-        framer = self.framers[direction]
-        events = framer.feed(data, offset, ts_ns)
-        out = self._handle(direction, events) if events else events
-        if framer.state == HUNTING:
+        out = super().on_data(direction, offset, data, ts_ns)
+        if self.framers[direction].state == HUNTING:
             out.extend(self._sync_lost(direction, ts_ns))
         return out
 
     def on_gap(self, direction: int, offset: int, length: int, ts_ns: int) -> list:
         """Bytes of ``direction`` were lost; returns exchanges and issues."""
-        framer = self.framers[direction]
-        out = self._handle(direction, framer.gap(offset, length, ts_ns))
-        if framer.state == HUNTING:
+        out = super().on_gap(direction, offset, length, ts_ns)
+        if self.framers[direction].state == HUNTING:
             out.extend(self._sync_lost(direction, ts_ns))
         return out
 
-    def on_close(self, ts_ns: int, end_of_capture: bool | str) -> list:
-        """The connection ended: flush partial frames and unanswered requests.
+    # ------------------------------------------------------------------ base hooks
+    def _on_frame(self, direction: int, is_request: bool, frame: Frame) -> list:
+        return self._on_request(frame) if is_request else self._on_response(frame)
 
-        ``end_of_capture``: True, or the TCP close reason (as for ``KafkaConnection``).
-        Waiting requests become ``unanswered``: info when the capture stopped seeing the
-        connection or the client closed it, warning when the broker closed it or the
-        connection was evicted.
-        """
-        out: list = []
-        self.closing = True
-        for direction in (self.client_dir, 1 - self.client_dir):
-            out.extend(self._handle(direction, self.framers[direction].close(ts_ns)))
-        reason = "end_of_capture" if end_of_capture is True else (end_of_capture or "fin")
-        tcp = self.tcp
-        if reason == "end_of_capture":
-            severity, why = Severity.INFO, "the capture ended"
-        elif reason == "idle":
-            severity = Severity.INFO
-            why = "the connection went idle (no packet for the idle timeout)"
-        elif reason == "evicted":
-            severity, why = Severity.WARNING, "the connection table was full (connection evicted)"
-        elif tcp.closed_by == self.client_dir:
-            severity, why = Severity.INFO, "the client closed the connection"
-        elif tcp.closed_by >= 0:
-            severity, why = Severity.WARNING, "the broker closed the connection"
-        else:
-            severity, why = Severity.WARNING, f"the connection ended ({reason})"
+    def _give_up_all(self, severity: str, why: str) -> list:
+        out = []
         while self.pending:
-            out.append(self._unanswered(self.pending.popleft(), severity,
-                                        f"no response before {why}"))
+            out.append(self._unanswered(self.pending.popleft(), severity, why))
         return out
 
-    # ------------------------------------------------------------------ issues
+    def _resynced(self, direction: int, ev: FramerIssue) -> list:
+        if direction == self.client_dir:
+            self._go_cautious()
+            return []
+        out = []
+        if not self.gave_up:
+            # sync was lost and regained inside one feed: requests that ended before the
+            # skipped bytes began are given up
+            out = self._give_up(ev.ts_ns, ev.ts_ns)
+        self.gave_up = False   # the hunt is over
+        return out
+
     # ------------------------------------------------------------------ sync
     def _go_cautious(self) -> None:
         self.cautious = True
@@ -214,61 +197,6 @@ class Kafka07Connection(IssueSource):
         return out
 
     # ------------------------------------------------------------------ frames
-    def _handle(self, direction: int, events: list) -> list:
-        out: list = []
-        is_request = direction == self.client_dir
-        for ev in events:
-            if type(ev) is Frame:
-                self.synced_once[direction] = True
-                try:
-                    out.extend(self._on_request(ev) if is_request else self._on_response(ev))
-                except Exception as exc:  # noqa: BLE001 - one bad frame must not stop the run
-                    out.append(self.issue(IssueKind.INTERNAL_ERROR,
-                                          f"internal error on this 0.7 frame "
-                                          f"({type(exc).__name__}: {exc}); please report it",
-                                          severity=Severity.ERROR, ts_ns=ev.first_ts_ns,
-                                          direction=direction, stream_offset=ev.stream_offset))
-                continue
-            assert isinstance(ev, FramerIssue)
-            sev = None
-            if ev.kind == IssueKind.RESYNC:
-                if not self.synced_once[direction]:
-                    sev = Severity.INFO  # expected when the capture began mid-stream
-                elif not self.closing:
-                    if is_request:
-                        self._go_cautious()
-                    else:
-                        if not self.gave_up:
-                            # sync was lost and regained inside one feed: requests that
-                            # ended before the skipped bytes began are given up
-                            out.extend(self._give_up(ev.ts_ns, ev.ts_ns))
-                        self.gave_up = False   # the hunt is over
-                self.synced_once[direction] = True
-            out.append(self.issue(ev.kind, ev.message, severity=sev, ts_ns=ev.ts_ns,
-                                  direction=direction, stream_offset=ev.stream_offset,
-                                  length_bytes=ev.length_bytes))
-        return out
-
-    def _body_issues(self, issues: list, frame: Frame, direction: int, api_key: int) -> list:
-        out = []
-        for bi in issues:
-            if frame.missing_bytes and bi.kind in (IssueKind.BODY_DECODE_ERROR,
-                                                   IssueKind.TRAILING_BYTES):
-                continue  # explained by the frame_damaged / frame_truncated issue
-            length = len(frame.payload) - bi.offset if bi.kind == IssueKind.TRAILING_BYTES else 0
-            out.append(self.issue(bi.kind, bi.message, ts_ns=frame.first_ts_ns,
-                                  direction=direction, stream_offset=frame.stream_offset,
-                                  field_path=bi.field_path, frame_offset=bi.offset,
-                                  length_bytes=length, api_key=api_key))
-        return out
-
-    def _message(self, frame: Frame, header: dict, body: dict | None, complete: bool,
-                 direction: int) -> Message:
-        raw = bytes(frame.payload[2:]) if body is None else None
-        return Message(frame.size + 4, frame.first_ts_ns, frame.last_ts_ns, frame.stream_offset,
-                       header, body, raw, complete and not frame.missing_bytes,
-                       frame.missing_bytes, 2, self.tcp.seq_at(direction, frame.stream_offset))
-
     def _on_request(self, frame: Frame) -> list:
         payload = frame.payload
         if len(payload) < 2:
@@ -276,21 +204,20 @@ class Kafka07Connection(IssueSource):
                                f"0.7 request frame of {frame.size} bytes has no room for a "
                                f"request_type", ts_ns=frame.first_ts_ns,
                                direction=self.client_dir, stream_offset=frame.stream_offset)]
-        rtype, body, bissues = decode_request_07(
-            payload, max_uncompressed_bytes=self.ctx.max_uncompressed_bytes)
+        d = self.ctx.content.decode_request_07(payload)
+        rtype = d.api_key
         if rtype not in REQUEST_TYPES:
             return [self.issue(IssueKind.HEADER_DECODE_ERROR,
                                f"unknown 0.7 request type {rtype} (0-4 exist); a 0.7 broker "
                                f"closes the connection on it", ts_ns=frame.first_ts_ns,
                                direction=self.client_dir, stream_offset=frame.stream_offset,
                                field_path="request_type", frame_offset=0)]
-        complete = not any(b.kind == IssueKind.BODY_DECODE_ERROR for b in bissues)
-        msg = self._message(frame, {"request_type": rtype}, body, complete, self.client_dir)
-        issues = self._body_issues(bissues, frame, self.client_dir, rtype)
+        msg = self._message(frame, d, self.client_dir)
+        issues = self._body_issues(d.issues, frame, self.client_dir, None, rtype, None)
         self.requests += 1
-        p = _Pending07(rtype, body, msg, issues, request_topics(rtype, body), self.requests)
+        p = _Pending07(rtype, d.body, msg, issues, request_topics(rtype, d.body), self.requests)
         if rtype in NO_RESPONSE_TYPES:
-            return [self._exchange(p, None, NO_RESPONSE_EXPECTED, (), [])]
+            return [self._answered(p, None, ExchangeStatus.NO_RESPONSE_EXPECTED, (), [])]
         self.pending.append(p)
         if len(self.pending) > self.ctx.max_pending:
             return [self._unanswered(self.pending.popleft(), Severity.WARNING,
@@ -329,15 +256,12 @@ class Kafka07Connection(IssueSource):
                                  f"0.7 response frame of {frame.size} bytes has no room for an "
                                  f"error_code", ts_ns=frame.first_ts_ns, direction=rdir,
                                  stream_offset=frame.stream_offset, api_key=p.rtype)]
-            msg = self._message(frame, {}, None, False, 1 - self.client_dir)
-            return self._exchange(p, msg, PAIRED, (), issues)
-        body, bissues = decode_response_07(
-            p.rtype, payload, p.body, max_uncompressed_bytes=self.ctx.max_uncompressed_bytes)
-        complete = not any(b.kind == IssueKind.BODY_DECODE_ERROR for b in bissues)
-        msg = self._message(frame, {"error_code": body["error_code"]}, body, complete,
-                            1 - self.client_dir)
-        issues = self._body_issues(bissues, frame, rdir, p.rtype)
-        return self._exchange(p, msg, PAIRED, response_errors(body), issues)
+            msg = self._message(frame, DecodedFrame({}, None, b"", False, 2, []), rdir)
+            return self._answered(p, msg, ExchangeStatus.PAIRED, (), issues)
+        d = self.ctx.content.decode_response_07(payload, p.rtype, p.body)
+        msg = self._message(frame, d, rdir)
+        issues = self._body_issues(d.issues, frame, rdir, None, p.rtype, None)
+        return self._answered(p, msg, ExchangeStatus.PAIRED, response_errors(d.body), issues)
 
     def _orphan(self, frame: Frame, why: str) -> Exchange:
         payload = frame.payload
@@ -354,8 +278,9 @@ class Kafka07Connection(IssueSource):
                            f"0.7 response of {frame.size} bytes has no captured request "
                            f"({why}); body kept raw", severity=sev, ts_ns=frame.first_ts_ns,
                            direction=1 - self.client_dir, stream_offset=frame.stream_offset)
-        msg = self._message(frame, header, None, False, 1 - self.client_dir)
-        return self._build(-1, None, msg, ORPHAN_RESPONSE, errors, (), [issue])
+        msg = self._message(frame, DecodedFrame(header, None, bytes(payload[2:]), False, 2, []),
+                            1 - self.client_dir)
+        return self._build(-1, None, msg, ExchangeStatus.ORPHAN_RESPONSE, errors, (), [issue])
 
     def _unanswered(self, p: _Pending07, severity: str, why: str, *, ts_ns: int | None = None,
                     kind: str = IssueKind.UNANSWERED_REQUEST) -> Exchange:
@@ -363,19 +288,15 @@ class Kafka07Connection(IssueSource):
                                    ts_ns=p.message.last_ts_ns if ts_ns is None else ts_ns,
                                    direction=self.client_dir, api_key=p.rtype))
         self.unanswered += 1
-        return self._exchange(p, None, UNANSWERED, (), [])
+        return self._answered(p, None, ExchangeStatus.UNANSWERED, (), [])
 
-    def _exchange(self, p: _Pending07, response: Message | None, status: str, errors: tuple,
+    def _answered(self, p: _Pending07, response: Message | None, status: str, errors: tuple,
                   issues: list) -> Exchange:
         return self._build(p.rtype, p.message, response, status, errors, p.topics,
                            p.issues + issues)
 
     def _build(self, rtype: int, request: Message | None, response: Message | None, status: str,
                errors: tuple, topics: tuple, issues: list) -> Exchange:
-        latency = None
-        if request is not None and response is not None:
-            latency = response.first_ts_ns - request.last_ts_ns
-        self.exchanges += 1
-        return Exchange(self.tcp.conn_id, self.client, self.broker, status, rtype,
-                        api_name_07(rtype), -1, -1, None, request, response, latency,
-                        tuple(errors), None, tuple(topics), False, None, tuple(issues))
+        return self._exchange(status, rtype, api_name_07(rtype), -1, -1, None, request, response,
+                              issues, errors=tuple(errors), topics=tuple(topics),
+                              wire_format=WireFormat.KAFKA07)

@@ -479,7 +479,7 @@ def _merge_topic_ids(out: Path, captures: list[str], fmt: str, partition_by: tup
     from kafkasniff.export.rows import topic_row
     from kafkasniff.export.schema import SCHEMAS
     from kafkasniff.export.writer import _EXT, ExportSink, _safe_name
-    from kafkasniff.pipeline import TopicName
+    from kafkasniff.model import TopicName
 
     tdir = out / "topic_ids"
     ext = _EXT[fmt]

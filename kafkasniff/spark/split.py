@@ -35,7 +35,7 @@ from kafkasniff.capture.packet import decode_packet
 from kafkasniff.capture.pcapfile import open_capture
 from kafkasniff.capture.types import TcpSegment
 from kafkasniff.capture.writer import PcapNgWriter
-from kafkasniff.issues import DecodeIssue
+from kafkasniff.model import DecodeIssue
 
 __all__ = [
     "SHARD_TARGET_BYTES",

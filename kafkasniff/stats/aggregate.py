@@ -13,8 +13,7 @@ from collections import Counter
 
 from ddsketch import LogCollapsingLowestDenseDDSketch
 
-from kafkasniff.issues import DecodeIssue
-from kafkasniff.pairing.exchange import PAIRED, Exchange
+from kafkasniff.model import DecodeIssue, Exchange, ExchangeStatus
 
 RELATIVE_ACCURACY = 0.01
 SKETCH_BINS = 2048
@@ -69,7 +68,7 @@ class Row:
             self.error_exchanges += 1
             for e in ex.errors:
                 self.errors[e] += 1
-        if ex.status == PAIRED and ex.latency_ns is not None:
+        if ex.status == ExchangeStatus.PAIRED and ex.latency_ns is not None:
             lat = ex.latency_ns if ex.latency_ns > 0 else 0
             self.latency.add(lat)
             if lat > self.max_ns:

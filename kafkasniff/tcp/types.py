@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import ipaddress
 from dataclasses import dataclass, field
-from typing import Any
 
 
 def format_endpoint(ip: bytes, port: int) -> str:
@@ -40,10 +39,8 @@ class TcpConnection:
         closed: ``""`` while open, else ``"fin"``, ``"rst"``, ``"idle"``, ``"evicted"``,
             ``"end_of_capture"`` or ``"port_reuse"``.
         closed_by: direction (0: A, 1: B) that sent the first FIN or RST, -1 if none.
-        tls: ``{"client_hello": ..., "server_hello": ...}`` when the connection is TLS.
         base_seq: per direction, the TCP sequence number of stream offset 0 (``-1`` until
             known): ``(base_seq[d] + offset) % 2**32`` locates a byte in the capture.
-        app: free slot for the next stage (the Kafka layer keeps its per-connection state here).
     """
 
     conn_id: int
@@ -61,9 +58,7 @@ class TcpConnection:
     overlap_conflicts: int = 0
     closed: str = ""
     closed_by: int = -1
-    tls: dict | None = None
     base_seq: list[int] = field(default_factory=lambda: [-1, -1])
-    app: Any = None
 
     def seq_at(self, direction: int, offset: int) -> int:
         """TCP sequence number of stream ``offset`` of ``direction`` (-1 if not known)."""

@@ -15,12 +15,14 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from kafkasniff.issues import DecodeIssue
-from kafkasniff.pairing.exchange import PAIRED, Exchange
-from kafkasniff.pairing.summary import _ARRAY, _ERROR, _STRUCT, _TOPIC, _TOPIC_ID
+from kafkasniff.content.summary import ERROR, summary_field
+from kafkasniff.model import DecodeIssue, Exchange, ExchangeStatus, WireFormat
+from kafkasniff.protocol.walk import PlanWalker
 from kafkasniff.stats.aggregate import Aggregator, Row, api_row_key, new_sketch
 
 TIMELINE_BUCKETS = 120
+#: the error-code fields of response bodies, with their topic and partition
+_ERRORS = PlanWalker(lambda f: ERROR if summary_field(f) is ERROR else None)
 #: latency histogram bin edges: 4 bins per decade from 10 µs to 100 s (ns); below and above
 #: go to the first and last bin
 HIST_EDGES_NS = tuple(int(10_000 * 10 ** (k / 4)) for k in range(0, 29))
@@ -220,12 +222,13 @@ class Aggregates:
     """Running dashboards of one analysis (not thread-safe: one feeding thread).
 
     Args:
-        summarizer: the pipeline's :class:`~kafkasniff.pairing.summary.Summarizer` (to find
-            per-partition errors with its interest trees and resolve topic ids), or ``None``.
+        registry: the pipeline's topic-id registry
+            (:class:`~kafkasniff.content.summary.TopicRegistry`, to name the topics of
+            per-partition errors carried by id), or ``None``: no per-partition errors.
         defs: the definitions (plans of response layouts), or ``None``.
     """
 
-    def __init__(self, summarizer=None, defs=None) -> None:
+    def __init__(self, registry=None, defs=None) -> None:
         self.agg = Aggregator()
         self.timeline = _Timeline()
         self.hist: dict[str, list[int]] = {}
@@ -236,7 +239,7 @@ class Aggregates:
         self.client_hosts: dict[str, set] = {}
         self.first_ts = 0
         self.last_ts = 0
-        self.summarizer = summarizer
+        self.registry = registry
         self.defs = defs
         self.conns_dropped = 0
         self._conn_rows: dict[int, ConnRow] = {}   # rows of the last snapshot
@@ -253,7 +256,7 @@ class Aggregates:
                 self.first_ts = ts
             if ts > self.last_ts:
                 self.last_ts = ts
-        lat = ex.latency_ns if ex.status == PAIRED else None
+        lat = ex.latency_ns if ex.status == ExchangeStatus.PAIRED else None
         if lat is not None and lat < 0:
             lat = 0
         if ts:      # an exchange without a time would stretch the timeline back to 1970
@@ -331,7 +334,7 @@ class Aggregates:
                 return
             c = self.conns[ex.conn_id] = self._new_conn(ex.conn_id, ex.client, ex.broker,
                                                         ex.client_id)
-            if "(0.7)" in ex.api_name:
+            if ex.wire_format is WireFormat.KAFKA07:
                 c[1] = "kafka07"
         self._dirty_conns.add(ex.conn_id)
         if c[4] is None and ex.client_id is not None:
@@ -376,7 +379,7 @@ class Aggregates:
                 if ex.errors:
                     t[1] += 1
         if ex.errors and ex.response is not None and ex.response.body and \
-                self.summarizer is not None:
+                self.registry is not None:
             for topic, part, err in self._partition_errors(ex):
                 t = self._topic(topic)
                 if t is not None and (len(t[2]) < MAX_PARTITION_ERRORS or (part, err) in t[2]):
@@ -408,35 +411,17 @@ class Aggregates:
         except Exception:  # noqa: BLE001 - a layout we cannot name: no per-partition errors
             return []
         out: list = []
-        resolve = self.summarizer.registry.resolve
+        resolve = self.registry.resolve
+        error_name = defs.error_name
 
-        def walk(tree, d, topic, part):
-            if not isinstance(d, dict):
-                return
-            for key, action, _sub in tree:
-                if action == _TOPIC and d.get(key):
-                    topic = d[key]
-                elif action == _TOPIC_ID and d.get(key) and topic is None:
-                    topic = resolve(d[key])
-            for k in ("partition_index", "partition", "index"):
-                v = d.get(k)
-                if type(v) is int:
-                    part = v
-                    break
-            for key, action, sub in tree:
-                v = d.get(key)
-                if v is None:
-                    continue
-                if action == _ERROR:
-                    if v and topic is not None:
-                        out.append((topic, part, defs.error_name(v)))
-                elif action == _ARRAY:
-                    for item in v:
-                        walk(sub, item, topic, part)
-                elif action == _STRUCT:
-                    walk(sub, v, topic, part)
+        def visit(tag, key, v, struct, node, topic, topic_id, partition, path):
+            if v:
+                if topic is None and topic_id:
+                    topic = resolve(topic_id)
+                if topic is not None:
+                    out.append((topic, partition, error_name(v)))
 
-        walk(self.summarizer.tree(plan), ex.response.body, None, None)
+        _ERRORS.walk(plan, ex.response.body, visit)
         return out
 
     # ------------------------------------------------------------------ snapshots

@@ -11,13 +11,24 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen, Screen
-from textual.widgets import (Button, Checkbox, Footer, Input, Label, OptionList, RadioButton,
-                             RadioSet, Select, Static, Tree)
+from textual.widgets import (
+    Button,
+    Checkbox,
+    Footer,
+    Input,
+    Label,
+    OptionList,
+    RadioButton,
+    RadioSet,
+    Select,
+    Static,
+    Tree,
+)
 from textual.widgets.option_list import Option
 
+from kafkasniff.content.sasl import Redacted
 from kafkasniff.output.render import batch_to_dict, records_summary_line
 from kafkasniff.output.values import describe_bytes, short
-from kafkasniff.pairing.sasl import Redacted
 from kafkasniff.protocol.primitives import RawRecords
 from kafkasniff.tui.detail import Detail, parent_path
 from kafkasniff.tui.models import api_label, fmt_date_time, fmt_ms

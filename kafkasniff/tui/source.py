@@ -42,10 +42,8 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Callable, Iterator, NamedTuple, Sequence
 
-from kafkasniff.capture.frames import (DEFAULT_CHECKPOINT_EVERY, CaptureIndex, FrameFinder,
-                                       FrameRef)
-from kafkasniff.issues import DecodeIssue
-from kafkasniff.pairing.exchange import Exchange
+from kafkasniff.capture.frames import DEFAULT_CHECKPOINT_EVERY, CaptureIndex, FrameFinder, FrameRef
+from kafkasniff.model import DecodeIssue, Exchange
 from kafkasniff.tui.aggregates import Aggregates, Snapshot
 from kafkasniff.tui.detail import Detail, decode_exchange, kept_detail
 from kafkasniff.tui.store import RowInfo, SummaryBuilder, SummaryChunk, SummaryStore, Tables
@@ -276,7 +274,7 @@ class FileSource(ThreadedSource):
         self.pipeline = None
         self._stdin = stdin
         self._spool: str | None = None
-        self._detail_ctx = None
+        self._detail_content = None
         self._ctx_lock = threading.Lock()
         self.few_rows = 100
 
@@ -292,11 +290,12 @@ class FileSource(ThreadedSource):
 
     def _run(self) -> None:
         from kafkasniff.capture.pcapfile import open_capture
-        from kafkasniff.pipeline import ConnectionSummary, Pipeline
+        from kafkasniff.model import ConnectionSummary
+        from kafkasniff.pipeline import Pipeline
 
         pipe = Pipeline(self.options)
         self.pipeline = pipe
-        agg = Aggregates(pipe.ctx.summarizer, pipe.defs)
+        agg = Aggregates(pipe.topics, pipe.defs)
         builder = SummaryBuilder(self.tables)
         # kept beyond the thread: freeing them all at its end would hold the GIL (and pause
         # the UI) for a noticeable moment
@@ -380,24 +379,22 @@ class FileSource(ThreadedSource):
         publish("", done_before, finished=True)
 
     # ------------------------------------------------------------------ detail
-    def _ctx(self):
+    def _content(self):
+        """The content decoder of the detail view: every record decoded, secrets as the user
+        asked, topic ids resolved with what the capture taught the pipeline."""
         with self._ctx_lock:
-            if self._detail_ctx is None:
-                from kafkasniff.pairing.connection import PairingContext
-                from kafkasniff.pairing.summary import Summarizer
+            if self._detail_content is None:
+                from kafkasniff.content.frames import ContentDecoder
                 from kafkasniff.protocol.schema import load_definitions
 
                 o = self.options
                 pipe = self.pipeline
                 defs = pipe.defs if pipe is not None else load_definitions(o.definitions_dir)
-                ctx = PairingContext.create(defs, max_frame_bytes=o.max_frame_bytes,
-                                            with_records=True,
-                                            max_uncompressed_bytes=o.max_uncompressed_bytes,
-                                            show_secrets=o.show_secrets)
-                if pipe is not None:  # resolve topic ids with what the capture taught
-                    ctx.summarizer = Summarizer(defs, pipe.ctx.summarizer.registry)
-                self._detail_ctx = ctx
-            return self._detail_ctx
+                self._detail_content = ContentDecoder(
+                    defs, with_records=True, max_uncompressed_bytes=o.max_uncompressed_bytes,
+                    show_secrets=o.show_secrets,
+                    registry=pipe.topics if pipe is not None else None)
+            return self._detail_content
 
     def detail(self, info: RowInfo, issues: Sequence[DecodeIssue] = ()) -> Detail:
         """Find the exchange's frames in the capture and decode them in full."""
@@ -419,7 +416,7 @@ class FileSource(ThreadedSource):
                 continue
             frames[side] = found
         req, resp = frames.get("request"), frames.get("response")
-        d = decode_exchange(self._ctx(), info, req.data if req else None,
+        d = decode_exchange(self._content(), info, req.data if req else None,
                             resp.data if resp else None, issues,
                             request_missing=req.missing if req else None,
                             response_missing=resp.missing if resp else None,

@@ -19,14 +19,13 @@ from __future__ import annotations
 
 import fnmatch
 from array import array
-from sys import intern
 from dataclasses import dataclass, field
 from itertools import compress
+from sys import intern
 from typing import NamedTuple
 
-from kafkasniff.issues import DecodeIssue
-from kafkasniff.pairing.exchange import SASL_TOKEN_API_KEY, Exchange
-from kafkasniff.pairing.sasl import SASL_AUTHENTICATE
+from kafkasniff.model import DecodeIssue, Exchange, WireFormat
+from kafkasniff.protocol.apis import SASL_AUTHENTICATE, SASL_TOKEN
 
 STATUSES = ("paired", "no_response_expected", "unanswered", "orphan_response")
 _STATUS_CODE = {s: i for i, s in enumerate(STATUSES)}
@@ -38,6 +37,7 @@ F_INFERRED = 1
 F_REQ_MISSING = 2
 F_RESP_MISSING = 4
 F_EXTRA = 8          # the row has an entry in SummaryStore.extra
+F_KAFKA07 = 16       # decoded in the Kafka 0.7 wire format
 
 #: Issues kept with their message (beyond this only counts are kept; see docs/tui.md).
 MAX_KEPT_ISSUES = 200_000
@@ -141,7 +141,8 @@ class RowInfo(NamedTuple):
 
     Frame locations: ``req_seq``/``resp_seq`` TCP sequence numbers (-1 unknown),
     ``req_ts``/``resp_ts`` first-byte times, ``req_bytes``/``resp_bytes`` sizes (0: none),
-    ``req_offset``/``resp_offset`` offsets in their TCP stream.
+    ``req_offset``/``resp_offset`` offsets in their TCP stream; ``wire_format`` the
+    :class:`~kafkasniff.model.WireFormat` the exchange was decoded in.
     """
 
     row: int
@@ -176,6 +177,7 @@ class RowInfo(NamedTuple):
     extra: dict
     req_offset: int = -1
     resp_offset: int = -1
+    wire_format: WireFormat = WireFormat.KAFKA
 
 
 class SummaryBuilder:
@@ -264,6 +266,8 @@ class SummaryBuilder:
         flags = 0
         if ex.inferred:
             flags |= F_INFERRED
+        if ex.wire_format is WireFormat.KAFKA07:
+            flags |= F_KAFKA07
         extra = None
         lost = False
         if req is not None:
@@ -290,7 +294,7 @@ class SummaryBuilder:
             c["resp_ts"].append(0)
         if ex.assumed_version is not None:
             extra = {"assumed_version": ex.assumed_version}
-        if ex.api_key in (SASL_AUTHENTICATE, SASL_TOKEN_API_KEY):
+        if ex.api_key in (SASL_AUTHENTICATE, SASL_TOKEN):
             desc = None
             if req is not None and isinstance(req.body, dict):
                 desc = (req.body.get("auth_bytes") if ex.api_key == SASL_AUTHENTICATE
@@ -586,7 +590,8 @@ class SummaryStore:
             c["req_seq"][i], c["ts"][i] if c["req_bytes"][i] else 0, c["resp_seq"][i],
             c["resp_ts"][i], bool(flags & F_INFERRED), bool(flags & F_REQ_MISSING),
             bool(flags & F_RESP_MISSING), self.extra.get(i, {}) if flags & F_EXTRA else {},
-            c["req_off"][i], c["resp_off"][i])
+            c["req_off"][i], c["resp_off"][i],
+            WireFormat.KAFKA07 if flags & F_KAFKA07 else WireFormat.KAFKA)
 
     def issue_at(self, k: int) -> tuple[int, DecodeIssue]:
         """Kept issue ``k``: ``(row of its exchange or -1, the issue)``."""

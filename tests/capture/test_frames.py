@@ -15,8 +15,8 @@ from kafkasniff.capture.pcapfile import Checkpoint
 from kafkasniff.capture.types import CapturedPacket
 from kafkasniff.capture.writer import PcapNgWriter
 from kafkasniff.errors import CaptureError
+from kafkasniff.model import Exchange
 from kafkasniff.pairing.connection import KafkaConnection
-from kafkasniff.pairing.exchange import Exchange
 from kafkasniff.pipeline import Pipeline
 
 from . import builders as b

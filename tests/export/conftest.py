@@ -10,8 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from kafkasniff.issues import DecodeIssue
-from kafkasniff.pairing.exchange import Exchange
+from kafkasniff.model import DecodeIssue, Exchange
 from kafkasniff.pipeline import Pipeline, PipelineOptions, analyze
 from tests.conftest import CAPTURES
 

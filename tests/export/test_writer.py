@@ -15,8 +15,12 @@ from click.testing import CliRunner
 from kafkasniff.export import rows as R
 from kafkasniff.export.command import export_command
 from kafkasniff.export.schema import SCHEMAS, TABLES
-from kafkasniff.export.writer import (ExportSink, TableWriter, export_captures,
-                                      normalize_partition_by)
+from kafkasniff.export.writer import (
+    ExportSink,
+    TableWriter,
+    export_captures,
+    normalize_partition_by,
+)
 from tests.conftest import CAPTURES
 from tests.export.conftest import capture_options, decoded_values
 
@@ -25,7 +29,7 @@ HOUR_NS = 3_600_000_000_000
 
 
 def issue_rows(n: int, start_ns: int = 1_704_067_200 * 10**9, step_ns: int = 10**9) -> list:
-    from kafkasniff.issues import DecodeIssue
+    from kafkasniff.model import DecodeIssue
 
     return [R.issue_row(DecodeIssue("tcp_gap", "warning", f"gap {i}", start_ns + i * step_ns,
                                     1, "10.0.0.1:5000", "10.0.0.2:9092", "request", i, 1),
@@ -221,31 +225,29 @@ def test_memory_budget_writes_row_groups_early(tmp_path):
     assert md.num_rows == 6000 and md.num_row_groups > 1
 
 
-def test_connection_tap_forgets_closed_connections():
+def test_first_seen_is_known_for_every_record_and_forgotten_after_close():
+    """What the export keys connections by: every record a ``feed`` returns can be placed
+    (``first_seen_ns``), and the pipeline forgets connections once they closed."""
     from kafkasniff.capture.pcapfile import open_capture
-    from kafkasniff.export.writer import ConnectionTap
+    from kafkasniff.model import connection_id_of
     from kafkasniff.pipeline import Pipeline
 
     pcap = CAPTURES / "librdkafka_errors_latency.pcap"
     pipe = Pipeline(capture_options(pcap, meta_records=True))
-    tap = ConnectionTap(pipe)
-    assert pipe.reassembler is tap
     seen, most = {}, 0
     with open_capture(pcap) as packets:
         for pkt in packets:
             for rec in pipe.feed(pkt):
-                cid = getattr(rec, "conn_id", None)
-                if cid is not None:
-                    assert cid in tap.first_ts
-                    seen[cid] = tap.first_ts[cid]
-            tap.release()
-            most = max(most, len(tap.first_ts))
+                cid = connection_id_of(rec)
+                if cid >= 0:
+                    assert pipe.first_seen_ns(cid) is not None
+                    seen[cid] = pipe.first_seen_ns(cid)
+            most = max(most, len(pipe.connections))
     for rec in pipe.finish():
         if type(rec).__name__ == "ConnectionSummary":
-            assert tap.first_ts[rec.conn_id] == rec.first_ts_ns == seen.get(rec.conn_id,
-                                                                              rec.first_ts_ns)
-    tap.release()
-    assert tap.first_ts == {}
+            assert pipe.first_seen_ns(rec.conn_id) == rec.first_ts_ns == \
+                seen.get(rec.conn_id, rec.first_ts_ns)
+    assert pipe.connections == {}
     assert 0 < most < len(decoded_values(pcap).summaries)
 
 

@@ -4,23 +4,50 @@ from __future__ import annotations
 
 import pytest
 
-from kafkasniff.issues import DecodeIssue, IssueKind, Severity
+from kafkasniff.issues import IssueKind, Severity
+from kafkasniff.model import DecodeIssue, Exchange, ExchangeStatus
 from kafkasniff.pairing.connection import KafkaConnection, PairingContext
-from kafkasniff.pairing.exchange import (NO_RESPONSE_EXPECTED, ORPHAN_RESPONSE, PAIRED,
-                                         UNANSWERED, Exchange)
 from kafkasniff.protocol.primitives import RawRecords
 from kafkasniff.protocol.schema import load_definitions
 from kafkasniff.tcp.types import TcpConnection
 
-from .frames import (API_VERSIONS, HEARTBEAT, METADATA, PRODUCE, TOPIC_ID_ORDERS, tiny_batch,
-                     TOPIC_ID_UNKNOWN, ZERO_ID, api_versions_v0_request,
-                     api_versions_v0_response_body, api_versions_v3_request_body,
-                     api_versions_v3_response_body, fetch_v4_request, fetch_v4_response_body,
-                     heartbeat_v0_request, heartbeat_v0_request_body, heartbeat_v0_response_body,
-                     i16, i32, metadata_v1_request,
-                     metadata_v1_response_body, metadata_v10_request_body,
-                     metadata_v10_response_body, produce_v3_request, produce_v3_response_body,
-                     cstring, request, response, string, uuid_text)
+from .frames import (
+    API_VERSIONS,
+    HEARTBEAT,
+    METADATA,
+    PRODUCE,
+    TOPIC_ID_ORDERS,
+    TOPIC_ID_UNKNOWN,
+    ZERO_ID,
+    api_versions_v0_request,
+    api_versions_v0_response_body,
+    api_versions_v3_request_body,
+    api_versions_v3_response_body,
+    cstring,
+    fetch_v4_request,
+    fetch_v4_response_body,
+    heartbeat_v0_request,
+    heartbeat_v0_request_body,
+    heartbeat_v0_response_body,
+    i16,
+    i32,
+    metadata_v1_request,
+    metadata_v1_response_body,
+    metadata_v10_request_body,
+    metadata_v10_response_body,
+    produce_v3_request,
+    produce_v3_response_body,
+    request,
+    response,
+    string,
+    tiny_batch,
+    uuid_text,
+)
+
+PAIRED = ExchangeStatus.PAIRED
+NO_RESPONSE_EXPECTED = ExchangeStatus.NO_RESPONSE_EXPECTED
+UNANSWERED = ExchangeStatus.UNANSWERED
+ORPHAN_RESPONSE = ExchangeStatus.ORPHAN_RESPONSE
 
 DEFS = load_definitions()
 
@@ -657,7 +684,7 @@ def test_request_with_a_damaged_header_still_pairs():
 def test_raw_sasl_tokens_waiting_for_the_broker_are_bounded():
     """Raw KIP-43 client tokens the broker never answers: beyond max_pending the oldest is
     given up as an unanswered SaslToken exchange, like requests."""
-    from kafkasniff.pairing.sasl import SaslSession
+    from kafkasniff.content.sasl import SaslSession
 
     w = Wire(PairingContext.create(DEFS, max_pending=2))
     w.conn.sasl = SaslSession()
@@ -675,7 +702,7 @@ def test_secret_response_with_a_bad_header_keeps_its_body_redacted():
     """SaslAuthenticate v2 whose response header (flexible: tagged fields) cannot be decoded:
     the body is kept raw, and raw bytes of a secret-bearing API are redacted like any other
     undecoded body of one."""
-    from kafkasniff.pairing.sasl import Redacted
+    from kafkasniff.content.sasl import Redacted
 
     w = Wire()
     secret = b"server-final-v=c2VjcmV0LXNpZ25hdHVyZQ=="

@@ -5,21 +5,34 @@ from __future__ import annotations
 import random
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
-from kafkasniff.issues import DecodeIssue, IssueKind, Severity
+from kafkasniff.issues import IssueKind, Severity
+from kafkasniff.model import DecodeIssue, Exchange, ExchangeStatus
 from kafkasniff.pairing.connection import PairingContext
-from kafkasniff.pairing.exchange import (NO_RESPONSE_EXPECTED, ORPHAN_RESPONSE, PAIRED,
-                                         UNANSWERED, Exchange)
 from kafkasniff.pairing.legacy07 import Kafka07Connection
 from kafkasniff.protocol.schema import load_definitions
 from kafkasniff.tcp.types import TcpConnection
+from tests.protocol.test_legacy07 import (
+    SET,
+    compressed,
+    fetch,
+    fetch_response,
+    message,
+    message_set,
+    multifetch,
+    multifetch_response,
+    multiproduce,
+    offsets,
+    offsets_response,
+    produce,
+    response,
+)
 
-from tests.protocol.test_legacy07 import (SET, compressed, fetch, fetch_response, message,
-                                          message_set, multifetch, multifetch_response,
-                                          multiproduce, offsets, offsets_response, produce,
-                                          response)
+PAIRED = ExchangeStatus.PAIRED
+NO_RESPONSE_EXPECTED = ExchangeStatus.NO_RESPONSE_EXPECTED
+UNANSWERED = ExchangeStatus.UNANSWERED
+ORPHAN_RESPONSE = ExchangeStatus.ORPHAN_RESPONSE
 
 DEFS = load_definitions()
 MS = 1_000_000

@@ -14,8 +14,8 @@ from array import array
 import pytest
 from click.testing import CliRunner
 
+from kafkasniff.model import Exchange
 from kafkasniff.output.render import exchange_to_dict
-from kafkasniff.pairing.exchange import Exchange
 from kafkasniff.pipeline import PipelineOptions
 from kafkasniff.tui.source import FileSource, Progress, ThreadedSource
 from kafkasniff.tui.store import Filter, SummaryBuilder, SummaryStore, sort_rows

@@ -141,7 +141,7 @@ def test_a_damaged_header_does_not_show_the_secret_body():
     """A SaslAuthenticate request whose header cannot be decoded (a gap cut it, or a bad
     client_id length): its undecoded body is redacted in the tree and masked in the hex view,
     as the pipeline redacts it."""
-    from kafkasniff.pairing.connection import PairingContext
+    from kafkasniff.content.frames import ContentDecoder
     from kafkasniff.protocol.schema import load_definitions
     from kafkasniff.tui.detail import decode_exchange
     from kafkasniff.tui.store import RowInfo
@@ -153,7 +153,7 @@ def test_a_damaged_header_does_not_show_the_secret_body():
                    + (1000).to_bytes(2, "big")          # client_id longer than the frame
                    + len(token).to_bytes(4, "big") + token)
         frame = len(payload).to_bytes(4, "big") + payload
-        ctx = PairingContext.create(load_definitions(None), with_records=True)
+        ctx = ContentDecoder(load_definitions(None), with_records=True)
         info = RowInfo(0, 1, 1, "10.0.0.1:5000", "10.0.0.2:9092", None, 36,
                        "SaslAuthenticate", version, 7, "unanswered", None, len(frame), 0, (),
                        None, (), None, 0, (), (), "", -1, 1, -1, 0, False, False, False, {})

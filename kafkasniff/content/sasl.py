@@ -29,24 +29,25 @@ import re
 from dataclasses import dataclass
 from typing import Any, Container
 
-__all__ = [
-    "Redacted", "mechanism_family", "parse_token", "redact_body", "is_secret_api",
-    "is_sensitive_config", "SaslSession",
-    "SASL_HANDSHAKE", "SASL_AUTHENTICATE",
-]
+from kafkasniff.protocol.apis import (
+    ALTER_CONFIGS,
+    ALTER_USER_SCRAM_CREDENTIALS,
+    CREATE_DELEGATION_TOKEN,
+    CREATE_TOPICS,
+    DESCRIBE_CONFIGS,
+    DESCRIBE_DELEGATION_TOKEN,
+    ENVELOPE,
+    EXPIRE_DELEGATION_TOKEN,
+    INCREMENTAL_ALTER_CONFIGS,
+    RENEW_DELEGATION_TOKEN,
+    SASL_AUTHENTICATE,
+    SASL_HANDSHAKE,
+)
 
-SASL_HANDSHAKE = 17
-SASL_AUTHENTICATE = 36
-CREATE_TOPICS = 19
-DESCRIBE_CONFIGS = 32
-ALTER_CONFIGS = 33
-CREATE_DELEGATION_TOKEN = 38
-RENEW_DELEGATION_TOKEN = 39
-EXPIRE_DELEGATION_TOKEN = 40
-DESCRIBE_DELEGATION_TOKEN = 41
-INCREMENTAL_ALTER_CONFIGS = 44
-ALTER_USER_SCRAM_CREDENTIALS = 51
-ENVELOPE = 58
+__all__ = [
+    "REDACTED_APIS", "Redacted", "SaslSession", "is_secret_api", "is_sensitive_config",
+    "mechanism_family", "parse_token", "redact_body",
+]
 
 # APIs whose bodies may carry secrets: when their decode fails the raw bytes must not be shown.
 _SECRET_APIS = frozenset({

@@ -9,11 +9,9 @@ import struct
 import subprocess
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
-from kafkasniff.protocol.tls import (TlsHello, _parse_hello, looks_like_tls, parse_hello,
-                                      version_name)
+from kafkasniff.tls.hello import TlsHello, _parse_hello, looks_like_tls, parse_hello, version_name
 
 HOST = "broker1.kafka.test"
 ALPN = ["kafka", "http/1.1"]

@@ -18,11 +18,13 @@ from __future__ import annotations
 import struct
 
 from kafkasniff.issues import IssueKind
+from kafkasniff.protocol.apis import DESCRIBE_GROUPS, JOIN_GROUP, SYNC_GROUP
 from kafkasniff.protocol.decoder import STRICT_ERRORS
 from kafkasniff.protocol.lenient import BodyIssue
 from kafkasniff.protocol.schema import Definitions
 
-JOIN_GROUP, SYNC_GROUP, DESCRIBE_GROUPS = 11, 14, 15
+#: the group APIs that carry the consumer protocol in bytes fields
+GROUP_APIS = (JOIN_GROUP, SYNC_GROUP, DESCRIBE_GROUPS)
 CONSUMER = "consumer"
 SUBSCRIPTION = "ConsumerProtocolSubscription"
 ASSIGNMENT = "ConsumerProtocolAssignment"
@@ -76,7 +78,7 @@ class EmbeddedDecoder:
         ``request_body`` is the request of a response (for its group id / protocol type).
         Returns departures (bytes that claim the consumer protocol but do not decode).
         """
-        if not body or api_key not in (JOIN_GROUP, SYNC_GROUP, DESCRIBE_GROUPS):
+        if not body or api_key not in GROUP_APIS:
             return []
         issues: list[BodyIssue] = []
         req = request_body or {}

@@ -11,11 +11,17 @@ import json
 import os
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
-from kafkasniff.pairing.sasl import (Redacted, SaslSession, is_secret_api, is_sensitive_config,
-                                     mechanism_family, parse_token, redact_body)
+from kafkasniff.content.sasl import (
+    Redacted,
+    SaslSession,
+    is_secret_api,
+    is_sensitive_config,
+    mechanism_family,
+    parse_token,
+    redact_body,
+)
 
 MECHANISMS = ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", "GSSAPI",
               "scram-sha-256", "FOO", None]
@@ -608,7 +614,7 @@ def test_session_note_request_and_other_apis():
 def test_redacted_apis_cover_every_api_redact_body_changes():
     """The pairing code calls redact_body only for REDACTED_APIS: every API whose bodies it
     changes must be listed (a sensitive config in CreateTopics, say)."""
-    from kafkasniff.pairing.sasl import REDACTED_APIS, redact_body
+    from kafkasniff.content.sasl import REDACTED_APIS, redact_body
 
     for api_key in range(0, 100):
         for is_response in (False, True):

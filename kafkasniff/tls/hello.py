@@ -13,8 +13,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["TlsHello", "looks_like_tls", "parse_hello", "version_name"]
+__all__ = ["TlsHello", "looks_like_tls", "looks_like_tls_record", "parse_hello", "version_name"]
 
+CONTENT_TYPES = (20, 21, 22, 23)           # change_cipher_spec, alert, handshake, application_data
 CONTENT_HANDSHAKE = 22
 HANDSHAKE_CLIENT_HELLO = 1
 HANDSHAKE_SERVER_HELLO = 2
@@ -69,6 +70,14 @@ def looks_like_tls(data: bytes) -> bool:
         return True
     except (TypeError, IndexError):
         return False
+
+
+def looks_like_tls_record(data) -> bool:
+    """A TLS record header of any content type (20-23), version 3.x and a plausible length
+    at the start of ``data``: what a connection joined mid-stream shows (application data
+    records). Never raises."""
+    return len(data) >= 5 and data[0] in CONTENT_TYPES and data[1] == 3 and data[2] <= 4 \
+        and 0 < (data[3] << 8 | data[4]) <= MAX_RECORD_BYTES
 
 
 @dataclass(frozen=True, slots=True)

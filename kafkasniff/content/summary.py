@@ -1,11 +1,11 @@
 """What an operator asks of an exchange first: errors, throttle time, topics.
 
-Extraction is driven by the plans (:mod:`kafkasniff.protocol.schema`), not by guessing from
+Extraction is driven by the plans (:mod:`kafkasniff.protocol.plans`), not by guessing from
 values: error codes are the int16 fields whose Kafka name ends in ``ErrorCode`` (top level,
 per partition, per resource, per member ...), topic names are the fields Kafka marks with
-``entityType: topicName``, topic ids are the uuid fields named ``TopicId``. For each plan an
-*interest tree* keeps only the paths that lead to such fields, so walking a large Fetch
-response touches nothing else.
+``entityType: topicName``, topic ids are the uuid fields named ``TopicId``. The walk is the
+project's one plan walker (:mod:`kafkasniff.protocol.walk`), so a large Fetch response is
+walked only where such fields are.
 
 Topic ids are resolved through a :class:`TopicRegistry` fed by every struct that carries both
 a topic name and a topic id (Metadata, CreateTopics, DescribeTopicPartitions responses ...).
@@ -15,15 +15,30 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from kafkasniff.protocol.plans import FieldPlan, StructPlan
 from kafkasniff.protocol.primitives import ZERO_UUID
-from kafkasniff.protocol.schema import Definitions, StructPlan
+from kafkasniff.protocol.schema import Definitions
+from kafkasniff.protocol.walk import PlanWalker, is_topic_id, is_topic_name
 
-_ERROR = 1
-_TOPIC = 2
-_TOPIC_LIST = 3
-_TOPIC_ID = 4
-_STRUCT = 5
-_ARRAY = 6
+ERROR = "error"
+TOPIC = "topic"
+TOPIC_LIST = "topic_list"
+TOPIC_ID = "topic_id"
+
+
+def summary_field(f: FieldPlan) -> str | None:
+    """The summary's tag of a field: :data:`ERROR` for an int16 ``*ErrorCode``, :data:`TOPIC`
+    for a topic name, :data:`TOPIC_LIST` for an array of topic names, :data:`TOPIC_ID` for a
+    topic id; ``None`` for every other field."""
+    if f.kind == "int16" and f.key.endswith("error_code"):
+        return ERROR
+    if is_topic_name(f):
+        return TOPIC
+    if f.entity_type == "topicName" and f.kind == "array" and f.items == "string":
+        return TOPIC_LIST
+    if is_topic_id(f):
+        return TOPIC_ID
+    return None
 
 
 class TopicRegistry:
@@ -57,31 +72,6 @@ class TopicRegistry:
         return self.names.get(topic_id, topic_id)
 
 
-def _interest(plan: StructPlan, cache: dict) -> tuple:
-    tree = cache.get(id(plan))
-    if tree is not None:
-        return tree
-    cache[id(plan)] = ()  # recursion guard
-    items = []
-    fields = list(plan.fields) + list(plan.tagged.values())
-    for f in fields:
-        if f.kind == "int16" and f.key.endswith("error_code"):
-            items.append((f.key, _ERROR, None))
-        elif f.entity_type == "topicName" and f.kind == "string":
-            items.append((f.key, _TOPIC, None))
-        elif f.entity_type == "topicName" and f.kind == "array" and f.items == "string":
-            items.append((f.key, _TOPIC_LIST, None))
-        elif f.kind == "uuid" and f.key == "topic_id":
-            items.append((f.key, _TOPIC_ID, None))
-        elif f.kind in ("struct", "array") and f.struct is not None:
-            sub = _interest(f.struct, cache)
-            if sub:
-                items.append((f.key, _STRUCT if f.kind == "struct" else _ARRAY, sub))
-    tree = tuple(items)
-    cache[id(plan)] = tree
-    return tree
-
-
 class Summarizer:
     """Extracts errors, throttle time and topics from decoded bodies.
 
@@ -93,45 +83,40 @@ class Summarizer:
     def __init__(self, defs: Definitions, registry: TopicRegistry | None = None) -> None:
         self.defs = defs
         self.registry = registry if registry is not None else TopicRegistry()
-        self._trees: dict[int, tuple] = {}
+        self.walker = PlanWalker(summary_field)
 
     def tree(self, plan: StructPlan) -> tuple:
-        """The interest tree of a plan (cached)."""
-        return _interest(plan, self._trees)
+        """The wire-order entries of the plan's interest tree (``(key, tag, subtree)``,
+        ``()`` when it holds no such field); see :class:`~kafkasniff.protocol.walk.Node`."""
+        node = self.walker.tree(plan)
+        return node.entries if node is not None else ()
 
     def walk(self, plan: StructPlan, body: dict, errors: dict[int, int], topics: dict[str, None],
              topic_ids: list[str]) -> None:
-        """Collect error codes (code -> count), topic names and topic ids from ``body``."""
-        self._walk(self.tree(plan), body, errors, topics, topic_ids)
+        """Collect error codes (code -> count), topic names and topic ids from ``body``, in
+        wire order, and teach the registry every (topic id, name) pair a struct carries."""
+        learn = self.registry.learn
 
-    def _walk(self, tree: tuple, d: dict, errors: dict, topics: dict, topic_ids: list) -> None:
-        name = None
-        tid = None
-        for key, action, sub in tree:
-            v = d.get(key)
-            if v is None:
-                continue
-            if action == _ERROR:
+        def visit(tag, key, v, struct, node, topic, topic_id, partition, path):
+            if tag is ERROR:
                 if v:
                     errors[v] = errors.get(v, 0) + 1
-            elif action == _ARRAY:
-                for item in v:
-                    self._walk(sub, item, errors, topics, topic_ids)
-            elif action == _TOPIC:
+            elif tag is TOPIC:
                 topics[v] = None
-                name = v
-            elif action == _TOPIC_ID:
+            elif tag is TOPIC_ID:
                 if v != ZERO_UUID:  # the zero uuid means "no id, use the name"
                     topic_ids.append(v)
-                    tid = v
-            elif action == _STRUCT:
-                self._walk(sub, v, errors, topics, topic_ids)
-            elif action == _TOPIC_LIST:
+                    name_key = node.topic_key
+                    if name_key is not None:
+                        name = struct.get(name_key)
+                        if name is not None:
+                            learn(v, name)
+            elif tag is TOPIC_LIST:
                 for t in v:
                     if t is not None:  # a null item is a spec departure, reported as such
                         topics[t] = None
-        if name is not None and tid is not None:
-            self.registry.learn(tid, name)
+
+        self.walker.walk(plan, body, visit)
 
     def summarize(self, request_plan: StructPlan | None, request_body: dict | None,
                   response_plan: StructPlan | None, response_body: dict | None

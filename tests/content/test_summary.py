@@ -2,16 +2,28 @@
 
 from __future__ import annotations
 
-from kafkasniff.pairing.summary import Summarizer, TopicRegistry
+from kafkasniff.content.summary import Summarizer, TopicRegistry
 from kafkasniff.protocol.decoder import BodyDecoder
 from kafkasniff.protocol.primitives import ZERO_UUID
 from kafkasniff.protocol.schema import load_definitions
-
-from .frames import (FETCH, METADATA, PRODUCE, TOPIC_ID_ORDERS, TOPIC_ID_UNKNOWN, ZERO_ID,
-                     fetch_v4_request_body, fetch_v4_response_body, heartbeat_v0_response_body,
-                     metadata_v1_request_body, metadata_v1_response_body,
-                     metadata_v10_request_body, metadata_v10_response_body,
-                     produce_v3_request_body, produce_v3_response_body, uuid_text)
+from tests.pairing.frames import (
+    FETCH,
+    METADATA,
+    PRODUCE,
+    TOPIC_ID_ORDERS,
+    TOPIC_ID_UNKNOWN,
+    ZERO_ID,
+    fetch_v4_request_body,
+    fetch_v4_response_body,
+    heartbeat_v0_response_body,
+    metadata_v1_request_body,
+    metadata_v1_response_body,
+    metadata_v10_request_body,
+    metadata_v10_response_body,
+    produce_v3_request_body,
+    produce_v3_response_body,
+    uuid_text,
+)
 
 DEFS = load_definitions()
 DEC = BodyDecoder(DEFS)

@@ -1,0 +1,267 @@
+"""What the pairing of every wire format shares: the context, issues located on the
+connection, frame dispatch, closing, messages and exchanges.
+
+A connection class (:class:`~kafkasniff.pairing.connection.KafkaConnection` for Kafka 0.8+,
+:class:`~kafkasniff.pairing.legacy07.Kafka07Connection` for Kafka 0.7) is fed the stream
+events of one TCP connection whose client side is known, frames both directions, hands every
+frame's payload to the content decoder (:class:`~kafkasniff.content.frames.ContentDecoder`)
+and pairs requests with responses by its wire format's rule. This module holds the part that
+does not depend on the rule; subclasses implement :meth:`PairingConnection._on_frame`,
+:meth:`~PairingConnection._give_up_all` and, where they need them, the hooks
+:meth:`~PairingConnection._release_held` and :meth:`~PairingConnection._resynced`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from kafkasniff.content.frames import ContentDecoder, DecodedFrame
+from kafkasniff.issues import IssueKind, Severity
+from kafkasniff.model import DecodeIssue, Exchange, Message
+from kafkasniff.protocol.compression import DEFAULT_MAX_BYTES
+from kafkasniff.protocol.detect import request_validator
+from kafkasniff.protocol.framing import DEFAULT_MAX_FRAME_BYTES, Frame, FramerIssue
+from kafkasniff.protocol.lenient import BodyIssue
+from kafkasniff.protocol.schema import Definitions
+from kafkasniff.tcp.types import TcpConnection
+
+DEFAULT_MAX_PENDING = 10_000
+
+#: default severity of each issue kind a connection reports (others: warning)
+SEVERITY = {
+    IssueKind.UNKNOWN_API_KEY: Severity.WARNING,
+    IssueKind.UNSUPPORTED_VERSION: Severity.WARNING,
+    IssueKind.BODY_DECODE_ERROR: Severity.ERROR,
+    IssueKind.TRAILING_BYTES: Severity.WARNING,
+    IssueKind.SPEC_DEPARTURE: Severity.WARNING,
+    IssueKind.FRAME_TOO_LARGE: Severity.ERROR,
+    IssueKind.FRAME_DAMAGED: Severity.WARNING,
+    IssueKind.FRAME_TRUNCATED: Severity.WARNING,
+    IssueKind.RESYNC: Severity.WARNING,
+    IssueKind.HEADER_DECODE_ERROR: Severity.ERROR,
+}
+
+
+@dataclass(slots=True)
+class PairingContext:
+    """What every connection of an analysis shares.
+
+    Attributes:
+        defs: the definitions.
+        content: the frame content decoder (its topic-id registry is shared by every
+            connection).
+        max_frame_bytes: largest accepted frame payload (bytes).
+        max_pending: requests waiting for a response per connection (and raw SASL tokens
+            waiting for the broker's); beyond it the oldest becomes ``unanswered`` (requests
+            with a ``pending_overflow`` issue).
+        infer_orphans: guess the layout of responses whose request was not captured.
+    """
+
+    defs: Definitions
+    content: ContentDecoder
+    max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES
+    max_pending: int = DEFAULT_MAX_PENDING
+    infer_orphans: bool = True
+    _request_validator: object = field(default=None, repr=False)
+
+    @classmethod
+    def create(cls, defs: Definitions, *, with_records: bool = False,
+               max_uncompressed_bytes: int = DEFAULT_MAX_BYTES, show_secrets: bool = False,
+               **options) -> "PairingContext":
+        """A context with a fresh content decoder for ``defs``; ``with_records``,
+        ``max_uncompressed_bytes`` and ``show_secrets`` configure the content decoder, the
+        other keyword arguments the context's fields."""
+        content = ContentDecoder(defs, with_records=with_records,
+                                 max_uncompressed_bytes=max_uncompressed_bytes,
+                                 show_secrets=show_secrets)
+        return cls(defs, content, **options)
+
+    def request_validator(self):
+        """The request-frame validator (:func:`kafkasniff.protocol.detect.request_validator`),
+        shared by every connection."""
+        if self._request_validator is None:
+            self._request_validator = request_validator(self.defs)
+        return self._request_validator
+
+
+class PairingConnection:
+    """The shared part of a connection's pairing state (see the module docstring).
+
+    Args:
+        ctx: the shared :class:`PairingContext`.
+        tcp: the TCP connection (endpoints, counters).
+        client_dir: which stream direction (0 or 1) carries requests.
+        mid_stream: the capture began after the connection opened (framers start tentative).
+
+    Subclasses set :attr:`framers` (``[direction 0, direction 1]``) in their constructor.
+    Counters: ``exchanges``, ``orphans``, ``unanswered``, ``requests``.
+    """
+
+    __slots__ = ("ctx", "tcp", "client_dir", "client", "broker", "framers", "mid_stream",
+                 "synced_once", "exchanges", "orphans", "unanswered", "requests", "closing")
+    #: default severity of each issue kind (subclasses may extend it)
+    SEVERITY: dict = SEVERITY
+    #: how the frames of this wire format are named in internal-error issues
+    FRAME_NAME = "frame"
+
+    def __init__(self, ctx: PairingContext, tcp: TcpConnection, client_dir: int,
+                 mid_stream: bool) -> None:
+        self.ctx = ctx
+        self.tcp = tcp
+        self.client_dir = client_dir
+        self.client = tcp.endpoint(client_dir)
+        self.broker = tcp.endpoint(1 - client_dir)
+        self.framers: list = []
+        self.mid_stream = mid_stream
+        self.synced_once = [not mid_stream, not mid_stream]
+        self.exchanges = 0
+        self.orphans = 0
+        self.unanswered = 0
+        self.requests = 0
+        self.closing = False
+
+    # ------------------------------------------------------------------ events
+    def on_data(self, direction: int, offset: int, data: bytes, ts_ns: int) -> list:
+        """Feed in-order bytes of ``direction``; returns exchanges and issues."""
+        events = self.framers[direction].feed(data, offset, ts_ns)
+        return self._handle(direction, events) if events else events
+
+    def on_gap(self, direction: int, offset: int, length: int, ts_ns: int) -> list:
+        """Bytes of ``direction`` were lost; returns exchanges and issues."""
+        return self._handle(direction, self.framers[direction].gap(offset, length, ts_ns))
+
+    def on_close(self, ts_ns: int, end_of_capture: bool | str) -> list:
+        """The connection ended: flush partial frames and the requests still waiting.
+
+        ``end_of_capture`` is True for the end of the capture, or the close reason of the
+        TCP layer (``"fin"``, ``"rst"``, ``"idle"``, ``"evicted"``, ``"port_reuse"``,
+        ``"end_of_capture"``). Requests left waiting become ``unanswered``: info severity
+        when the capture simply stopped seeing the connection (end, idle) or the client
+        closed it, warning when the broker closed it or the connection table was full.
+        """
+        out: list = []
+        self.closing = True
+        for direction in (self.client_dir, 1 - self.client_dir):
+            out.extend(self._handle(direction, self.framers[direction].close(ts_ns)))
+        out.extend(self._release_held())
+        severity, why = self._close_reason(end_of_capture)
+        out.extend(self._give_up_all(severity, f"no response before {why}"))
+        return out
+
+    def _close_reason(self, end_of_capture: bool | str) -> tuple[str, str]:
+        """``(severity, why)`` of requests left waiting when the connection ended."""
+        reason = "end_of_capture" if end_of_capture is True else (end_of_capture or "fin")
+        tcp = self.tcp
+        if reason == "end_of_capture":
+            return Severity.INFO, "the capture ended"
+        if reason == "idle":
+            return Severity.INFO, "the connection went idle (no packet for the idle timeout)"
+        if reason == "evicted":
+            return Severity.WARNING, "the connection table was full (connection evicted)"
+        if tcp.closed_by == self.client_dir:
+            return Severity.INFO, "the client closed the connection"
+        if tcp.closed_by >= 0:
+            return Severity.WARNING, "the broker closed the connection"
+        return Severity.WARNING, f"the connection ended ({reason})"
+
+    # ------------------------------------------------------------------ hooks
+    def _on_frame(self, direction: int, is_request: bool, frame: Frame) -> list:
+        """One whole frame of ``direction``: returns exchanges and issues."""
+        raise NotImplementedError
+
+    def _give_up_all(self, severity: str, why: str) -> list:
+        """The connection ended: every request still waiting -> ``unanswered``."""
+        raise NotImplementedError
+
+    def _release_held(self) -> list:
+        """The connection ended: requests held for a reason of the wire format's own (acks=0
+        Produce requests) are released."""
+        return []
+
+    def _resynced(self, direction: int, ev: FramerIssue) -> list:
+        """The framer of ``direction`` found frames again after losing them (the connection
+        had synced before and is not closing)."""
+        return []
+
+    # ------------------------------------------------------------------ frames
+    def _handle(self, direction: int, events: list) -> list:
+        out: list = []
+        is_request = direction == self.client_dir
+        for ev in events:
+            if type(ev) is Frame:
+                self.synced_once[direction] = True
+                try:
+                    out.extend(self._on_frame(direction, is_request, ev))
+                except Exception as exc:  # noqa: BLE001 - one bad frame must not stop the run
+                    out.append(self.issue(IssueKind.INTERNAL_ERROR,
+                                          f"internal error on this {self.FRAME_NAME} "
+                                          f"({type(exc).__name__}: {exc}); please report it",
+                                          severity=Severity.ERROR, ts_ns=ev.first_ts_ns,
+                                          direction=direction, stream_offset=ev.stream_offset))
+                continue
+            assert isinstance(ev, FramerIssue)
+            sev = None
+            if ev.kind == IssueKind.RESYNC:
+                if not self.synced_once[direction]:
+                    sev = Severity.INFO  # expected when the capture began mid-stream
+                elif not self.closing:
+                    out.extend(self._resynced(direction, ev))
+                self.synced_once[direction] = True
+            out.append(self.issue(ev.kind, ev.message, severity=sev, ts_ns=ev.ts_ns,
+                                  direction=direction, stream_offset=ev.stream_offset,
+                                  length_bytes=ev.length_bytes))
+        return out
+
+    # ------------------------------------------------------------------ records
+    def issue(self, kind: str, message: str, *, severity: str | None = None, ts_ns: int = 0,
+              direction: int = -1, stream_offset: int = -1, length_bytes: int = 0,
+              field_path: str = "", frame_offset: int = -1, correlation_id: int | None = None,
+              api_key: int | None = None, api_version: int | None = None) -> DecodeIssue:
+        """A :class:`~kafkasniff.model.DecodeIssue` located on this connection, with the
+        default severity of its kind (:attr:`SEVERITY`) unless ``severity`` is given;
+        ``direction`` is the stream direction (0/1, -1 for none), named ``request`` /
+        ``response`` in the issue."""
+        if severity is None:
+            severity = self.SEVERITY.get(kind, Severity.WARNING)
+        dname = "" if direction < 0 else ("request" if direction == self.client_dir else "response")
+        return DecodeIssue(kind, severity, message, ts_ns, self.tcp.conn_id, self.client,
+                           self.broker, dname, stream_offset, length_bytes, field_path,
+                           frame_offset, correlation_id, api_key, api_version)
+
+    def _body_issues(self, issues: list[BodyIssue], frame: Frame, direction: int,
+                     corr: int | None, api_key: int | None,
+                     api_version: int | None) -> list[DecodeIssue]:
+        """A decoded frame's departures located on the connection (a body cut by a gap or the
+        end of the capture is explained by that issue, not by a decode error)."""
+        out = []
+        for bi in issues:
+            if frame.missing_bytes and bi.kind in (IssueKind.BODY_DECODE_ERROR,
+                                                   IssueKind.TRAILING_BYTES):
+                continue  # explained by the frame_damaged / frame_truncated issue
+            length = len(frame.payload) - bi.offset if bi.kind == IssueKind.TRAILING_BYTES else 0
+            out.append(self.issue(bi.kind, bi.message, ts_ns=frame.first_ts_ns,
+                                  direction=direction, stream_offset=frame.stream_offset,
+                                  field_path=bi.field_path, frame_offset=bi.offset,
+                                  length_bytes=length, correlation_id=corr, api_key=api_key,
+                                  api_version=api_version))
+        return out
+
+    def _message(self, frame: Frame, decoded: DecodedFrame, direction: int) -> Message:
+        """The :class:`~kafkasniff.model.Message` of a frame and what it held."""
+        return Message(frame.size + 4, frame.first_ts_ns, frame.last_ts_ns, frame.stream_offset,
+                       decoded.header, decoded.body, decoded.raw_body,
+                       decoded.complete and not frame.missing_bytes, frame.missing_bytes,
+                       decoded.body_offset, self.tcp.seq_at(direction, frame.stream_offset))
+
+    def _exchange(self, status: str, api_key: int, api_name: str, api_version: int,
+                  correlation_id: int, client_id: str | None, request: Message | None,
+                  response: Message | None, issues: list, **fields) -> Exchange:
+        """An :class:`~kafkasniff.model.Exchange` of this connection (latency from the
+        request's last byte to the response's first); ``fields`` set the optional ones."""
+        latency = None
+        if request is not None and response is not None:
+            latency = response.first_ts_ns - request.last_ts_ns
+        self.exchanges += 1
+        return Exchange(self.tcp.conn_id, self.client, self.broker, status, api_key, api_name,
+                        api_version, correlation_id, client_id, request, response, latency,
+                        issues=tuple(issues), **fields)

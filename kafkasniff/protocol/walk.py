@@ -1,0 +1,191 @@
+"""Walking decoded bodies along their plan: a field-predicate walk with topic/partition context.
+
+Everything that reads a decoded body for some of its fields goes through one
+:class:`PlanWalker`: the summary of an exchange (error codes, topic names and ids), the
+record data (``records`` fields), the exported partition rows and the TUI's per-partition
+errors. A walker is built with a *predicate* over :class:`~.plans.FieldPlan` that returns a
+tag for the fields it wants (``None`` for the others). For each plan it compiles, once, an
+*interest tree* holding only the paths that lead to wanted fields, so a large Fetch response
+is walked only where such fields are.
+
+While walking, the walker keeps the *topic/partition context* every consumer needs: the
+nearest topic name (a ``string`` field Kafka marks ``entityType: topicName``), topic id (the
+``uuid`` field ``topic_id``) and partition index (the ``int32`` field ``partition_index``,
+``index`` or ``partition``) of the enclosing structs. It calls back
+``visit(tag, key, value, struct, node, topic, topic_id, partition, path)`` for every wanted
+field present and not null, in wire order (a struct's fields in order, arrays item by item):
+
+- ``tag``: what the predicate returned; ``key``: the field name; ``value``: its value;
+- ``struct``: the dict holding the field; ``node``: its :class:`Node` (which key of that struct
+  holds its topic name, topic id and partition index, if any);
+- ``topic`` / ``topic_id`` / ``partition``: the context (``None`` when no enclosing struct
+  carries one);
+- ``path``: the dotted path of the holding struct (``topics[0].partitions[2]``, ``""`` at the
+  top) when the walk was asked for paths, else ``""``.
+
+With ``partition_structs=True`` the walker also calls ``visit(PARTITION, key, index, ...)``
+on entering every *partition struct* (a struct with a partition index below a struct that
+carries a topic name or id), before its fields.
+
+A field the predicate selects is a leaf: the walk does not descend into it.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from kafkasniff.protocol.plans import FieldPlan, StructPlan
+
+#: field names of a partition index (int32) in Kafka's specs
+PARTITION_KEYS = ("partition_index", "index", "partition")
+#: the tag of the callback made on entering a partition struct (``partition_structs=True``)
+PARTITION = "__partition__"
+
+Visit = Callable[[object, str, object, dict, "Node", object, object, object, str], None]
+_ARRAY = 1
+_STRUCT = 2
+
+
+class Node:
+    """The interest tree of one struct plan.
+
+    Attributes:
+        entries: in wire order, ``(key, tag, None)`` for a wanted field and
+            ``(key, _ARRAY | _STRUCT, subnode)`` for a struct or array of structs leading to
+            wanted fields.
+        topic_key / topic_id_key / partition_key: the struct's field holding a topic name, a
+            topic id, a partition index (``None`` when it has none).
+        in_topic: this struct or an enclosing one has a topic name or topic id field.
+        partition_struct: a partition index with a topic field at this level or above.
+    """
+
+    __slots__ = ("entries", "topic_key", "topic_id_key", "partition_key", "in_topic",
+                 "partition_struct")
+
+    def __init__(self, entries: tuple, topic_key: str | None, topic_id_key: str | None,
+                 partition_key: str | None, in_topic: bool, partition_struct: bool) -> None:
+        self.entries = entries
+        self.topic_key = topic_key
+        self.topic_id_key = topic_id_key
+        self.partition_key = partition_key
+        self.in_topic = in_topic
+        self.partition_struct = partition_struct
+
+
+def is_topic_name(f: FieldPlan) -> bool:
+    """A topic name field (``string``, ``entityType: topicName``)."""
+    return f.kind == "string" and f.entity_type == "topicName"
+
+
+def is_topic_id(f: FieldPlan) -> bool:
+    """A topic id field (``uuid`` named ``TopicId``)."""
+    return f.kind == "uuid" and f.key == "topic_id"
+
+
+def is_partition_index(f: FieldPlan) -> bool:
+    """A partition index field (``int32`` named ``PartitionIndex``, ``Index`` or ``Partition``)."""
+    return f.kind == "int32" and f.key in PARTITION_KEYS
+
+
+class PlanWalker:
+    """Walks decoded bodies for the fields a predicate selects (see the module docstring).
+
+    Args:
+        select: ``select(field_plan) -> tag or None``.
+        partition_structs: also call back on entering every partition struct (tag
+            :data:`PARTITION`), and keep the paths leading to them in the trees.
+
+    Trees are cached per plan (plans live as long as their definitions).
+    """
+
+    def __init__(self, select: Callable[[FieldPlan], object], *,
+                 partition_structs: bool = False) -> None:
+        self.select = select
+        self.partition_structs = partition_structs
+        self._trees: dict[tuple[int, bool], tuple[StructPlan, Node | None]] = {}
+
+    def tree(self, plan: StructPlan, in_topic: bool = False) -> Node | None:
+        """The interest tree of ``plan`` (``None`` when no wanted field is below it)."""
+        key = (id(plan), in_topic)
+        hit = self._trees.get(key)
+        if hit is not None:
+            return hit[1]
+        self._trees[key] = (plan, None)   # recursion guard (the plan is kept: ids stay unique)
+        fields = list(plan.fields) + list(plan.tagged.values())
+        topic_key = topic_id_key = partition_key = None
+        for f in fields:
+            if is_topic_name(f) and topic_key is None:
+                topic_key = f.key
+            elif is_topic_id(f):
+                topic_id_key = f.key
+            elif is_partition_index(f) and partition_key is None:
+                partition_key = f.key
+        here_topic = in_topic or topic_key is not None or topic_id_key is not None
+        entries = []
+        select = self.select
+        for f in fields:
+            tag = select(f)
+            if tag is not None:
+                entries.append((f.key, tag, None))
+            elif f.kind in ("array", "struct") and f.struct is not None:
+                sub = self.tree(f.struct, here_topic)
+                if sub is not None:
+                    entries.append((f.key, _ARRAY if f.kind == "array" else _STRUCT, sub))
+        part_struct = partition_key is not None and here_topic
+        node = None
+        if entries or (self.partition_structs and part_struct):
+            node = Node(tuple(entries), topic_key, topic_id_key, partition_key, here_topic,
+                        part_struct)
+        self._trees[key] = (plan, node)
+        return node
+
+    def walk(self, plan: StructPlan, body: dict | None, visit: Visit, *,
+             paths: bool = False) -> None:
+        """Call ``visit`` for every wanted field of ``body`` (decoded with ``plan``); see the
+        module docstring for the callback's arguments. Items of arrays that are not dicts
+        (a partial decode) are skipped."""
+        node = self.tree(plan)
+        if node is not None and type(body) is dict:
+            self._walk(node, body, visit, None, None, None, "", paths)
+
+    def _walk(self, node: Node, d: dict, visit: Visit, topic, topic_id, partition, path: str,
+              paths: bool) -> None:
+        k = node.topic_key
+        if k is not None:
+            v = d.get(k)
+            if v is not None:
+                topic = v
+        k = node.topic_id_key
+        if k is not None:
+            v = d.get(k)
+            if v is not None:
+                topic_id = v
+        k = node.partition_key
+        if k is not None:
+            v = d.get(k)
+            if v is not None:
+                partition = v
+            if self.partition_structs and node.partition_struct and type(v) is int:
+                visit(PARTITION, k, v, d, node, topic, topic_id, partition, path)
+        for key, tag, sub in node.entries:
+            v = d.get(key)
+            if v is None:
+                continue
+            if sub is None:
+                visit(tag, key, v, d, node, topic, topic_id, partition, path)
+            elif tag == _ARRAY:
+                if type(v) is not list:
+                    continue
+                if paths:
+                    base = f"{path}.{key}" if path else key
+                    for i, item in enumerate(v):
+                        if type(item) is dict:
+                            self._walk(sub, item, visit, topic, topic_id, partition,
+                                       f"{base}[{i}]", True)
+                else:
+                    for item in v:
+                        if type(item) is dict:
+                            self._walk(sub, item, visit, topic, topic_id, partition, "", False)
+            elif type(v) is dict:
+                self._walk(sub, v, visit, topic, topic_id, partition,
+                           (f"{path}.{key}" if path else key) if paths else "", paths)
