@@ -30,10 +30,10 @@ from kafkasniff.errors import DefinitionError
 from kafkasniff.model import DecodeIssue, Exchange, Message, WireFormat
 from kafkasniff.output.render import json_default
 from kafkasniff.protocol import legacy07
+from kafkasniff.protocol.walk import PARTITION, PlanWalker
 
 _HOUR_NS = 3_600_000_000_000
 _I64 = 1 << 63
-_PARTITION_KEYS = ("partition_index", "index", "partition")
 
 
 # ------------------------------------------------------------------------------- basics
@@ -178,96 +178,57 @@ for _k in _WANTED - _WANTED_TOP:
     _WANTED_NESTED[_a] = _WANTED_NESTED.get(_a, ()) + (_b,)
 
 _SCALARS = {"int8", "int16", "int32", "int64", "string", "bool", "float64"}
-_TREES: dict[tuple[int, bool], tuple] = {}
+_SCALAR, _NESTED = "scalar", "nested"
 
 
-def _partition_tree(plan, in_topic: bool) -> tuple:
-    """Interest tree of a struct plan for partitions: ``(topic_key, topic_id_key, part_key,
-    scalars, nested, children)`` or ``()`` when no partition struct is below."""
-    key = (id(plan), in_topic)
-    hit = _TREES.get(key)
-    if hit is not None:
-        return hit[1]
-    _TREES[key] = (plan, ())  # recursion guard (the plan is kept: ids stay unique)
-    fields = list(plan.fields) + list(plan.tagged.values())
-    topic_key = topic_id_key = part_key = None
-    scalars = []
-    nested = []
-    for f in fields:
-        if f.kind == "string" and f.entity_type == "topicName" and topic_key is None:
-            topic_key = f.key
-        elif f.kind == "uuid" and f.key == "topic_id":
-            topic_id_key = f.key
-        elif f.kind == "int32" and f.key in _PARTITION_KEYS and part_key is None:
-            part_key = f.key
-        elif f.kind in _SCALARS and f.key in _WANTED_TOP:
-            scalars.append(f.key)
-        elif f.kind == "struct" and f.key in _WANTED_NESTED:
-            nested.append((f.key, _WANTED_NESTED[f.key]))
-    has_topic = in_topic or topic_key is not None or topic_id_key is not None
-    children = []
-    for f in fields:
-        if f.kind in ("array", "struct") and f.struct is not None and f.key not in _WANTED_NESTED:
-            sub = _partition_tree(f.struct, has_topic)
-            if sub:
-                children.append((f.key, f.kind == "array", sub))
-    is_partition = part_key is not None and has_topic
-    if is_partition or children:
-        tree = (topic_key, topic_id_key, part_key if is_partition else None, tuple(scalars),
-                tuple(nested), tuple(children))
-    else:
-        tree = ()
-    _TREES[key] = (plan, tree)
-    return tree
+def _partition_field(f) -> str | None:
+    """The partition columns' fields: wanted scalars, and the structs holding wanted ones
+    (``current_leader``)."""
+    if f.kind in _SCALARS and f.key in _WANTED_TOP:
+        return _SCALAR
+    if f.kind == "struct" and f.key in _WANTED_NESTED:
+        return _NESTED
+    return None
 
 
-def _walk_partitions(tree, d: dict, topic, topic_id, side: str, out: dict) -> None:
-    topic_key, topic_id_key, part_key, scalars, nested, children = tree
-    if topic_key is not None:
-        v = d.get(topic_key)
-        if v is not None:
-            topic = v
-    if topic_id_key is not None:
-        v = d.get(topic_id_key)
-        if v is not None:
-            topic_id = v
-    if part_key is not None:
-        p = d.get(part_key)
-        if type(p) is int:
-            k = (topic if topic is not None else topic_id, p)
+#: partition structs (a partition index under a topic) and their wanted fields
+_PARTITIONS = PlanWalker(_partition_field, partition_structs=True)
+
+
+def _walk_partitions(plan, body: dict, side: str, out: dict) -> None:
+    """Merge the partitions of ``body`` (decoded with ``plan``) into ``out``, keyed by
+    (topic or topic id, partition): each entry's ``side`` dict gets the values of the wanted
+    fields of the partition struct (``""``: the side carries the partition)."""
+    here: dict[int, dict] = {}      # id(partition struct) -> its side's values
+
+    def visit(tag, key, v, struct, node, topic, topic_id, partition, path):
+        if tag is PARTITION:
+            k = (topic if topic is not None else topic_id, v)
             entry = out.get(k)
             if entry is None:
-                entry = out[k] = {"topic": topic, "topic_id": topic_id, "partition": p,
+                entry = out[k] = {"topic": topic, "topic_id": topic_id, "partition": v,
                                   "request": {}, "response": {}}
             else:
                 if entry["topic"] is None:
                     entry["topic"] = topic
                 if entry["topic_id"] is None:
                     entry["topic_id"] = topic_id
-            vals = entry[side]
-            vals[""] = True  # the side carries this partition
-            for s in scalars:
-                v = d.get(s)
-                if v is not None and s not in vals:
-                    vals[s] = v
-            for s, subs in nested:
-                sv = d.get(s)
-                if type(sv) is dict:
-                    for sub in subs:
-                        v = sv.get(sub)
-                        if v is not None:
-                            vals.setdefault(f"{s}.{sub}", v)
-    for key, is_array, sub in children:
-        v = d.get(key)
-        if v is None:
-            continue
-        if is_array:
-            if type(v) is list:
-                for item in v:
-                    if type(item) is dict:
-                        _walk_partitions(sub, item, topic, topic_id, side, out)
+            vals = here[id(struct)] = entry[side]
+            vals[""] = True
+            return
+        vals = here.get(id(struct))
+        if vals is None:
+            return      # not a partition struct
+        if tag is _SCALAR:
+            if key not in vals:
+                vals[key] = v
         elif type(v) is dict:
-            _walk_partitions(sub, v, topic, topic_id, side, out)
+            for sub in _WANTED_NESTED[key]:
+                sv = v.get(sub)
+                if sv is not None:
+                    vals.setdefault(f"{key}.{sub}", sv)
+
+    _PARTITIONS.walk(plan, body, visit)
 
 
 def _plans(ex: Exchange, defs):
@@ -324,13 +285,9 @@ def partition_rows(ex: Exchange, base: dict, defs) -> list[dict]:
     found: dict = {}
     qplan, rplan = _plans(ex, defs)
     if qplan is not None:
-        tree = _partition_tree(qplan, False)
-        if tree:
-            _walk_partitions(tree, ex.request.body, None, None, "request", found)
+        _walk_partitions(qplan, ex.request.body, "request", found)
     if rplan is not None:
-        tree = _partition_tree(rplan, False)
-        if tree:
-            _walk_partitions(tree, ex.response.body, None, None, "response", found)
+        _walk_partitions(rplan, ex.response.body, "response", found)
     if ex.wire_format is WireFormat.KAFKA07:
         _legacy07_partitions(ex, found)
     by_partition: dict = {}
