@@ -36,7 +36,7 @@ import make_big_capture
 
 HERE = Path(__file__).resolve().parent
 VENV_BIN = Path(sys.executable).parent
-EXPORT = ("import sys; from kafkasniff.export.command import export_command; "
+EXPORT = ("import sys; from kafkasniff.cli.export import export_command; "
           "export_command(sys.argv[1:], prog_name='kafkasniff export')")
 
 

@@ -7,8 +7,10 @@
 - :mod:`kafkasniff.export.writer`: streaming writers with bounded memory
   (:class:`~kafkasniff.export.writer.TableWriter`, :class:`~kafkasniff.export.writer.ExportSink`,
   :func:`~kafkasniff.export.writer.export_captures`).
-- :mod:`kafkasniff.export.command`: the ``kafkasniff export`` command.
+- :mod:`kafkasniff.export.paths`: where the table files go (names, partitions), shared with
+  ``spark decode``.
 
+The ``kafkasniff export`` command is :mod:`kafkasniff.cli.export`.
 The table layout and every column are documented in ``docs/parquet-schema.md`` (generated
 from :mod:`kafkasniff.export.schema`). Importing this package imports nothing heavy; pyarrow
 is loaded by the modules that need it.

@@ -25,7 +25,6 @@ import dataclasses
 import datetime as _dt
 import json
 import os
-import re
 from collections import OrderedDict
 from pathlib import Path
 from typing import Callable, Iterable
@@ -34,19 +33,23 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from kafkasniff.export import rows as _rows
+from kafkasniff.export.paths import (
+    EXTENSIONS,
+    FORMATS,
+    normalize_partition_by,
+    safe_name,
+    source_name,
+)
 from kafkasniff.export.schema import SCHEMAS, TABLES, TIMESTAMP
 from kafkasniff.issues import IssueKind, Severity
 from kafkasniff.model import ConnectionSummary, DecodeIssue, Exchange, TopicName, connection_id_of
 
-FORMATS = ("parquet", "jsonl")
-PARTITION_COLUMNS = ("date", "hour")
 DEFAULT_ROW_GROUP_ROWS = 50_000
 DEFAULT_ROW_GROUP_BYTES = 64 * 1024 * 1024
 DEFAULT_MAX_OPEN_FILES = 64
 DEFAULT_MEMORY_BUDGET_BYTES = 32 * 1024 * 1024  # buffered rows of all open files together
 _CHECK_EVERY_ROWS = 1024
 _BATCH_ROWS = 2048  # rows kept as Python dicts before conversion to an Arrow batch
-_EXT = {"parquet": ".parquet", "jsonl": ".jsonl"}
 
 
 # ------------------------------------------------------------------------------- JSON Lines
@@ -251,32 +254,6 @@ class TableWriter:
 
 # ------------------------------------------------------------------------------- the sink
 
-def _safe_name(text: str) -> str:
-    s = re.sub(r"[^A-Za-z0-9._-]+", "_", text).lstrip("._") or "capture"
-    return s[:120]
-
-
-def source_name(src) -> str:
-    """The capture name of a source: a path's file name, ``stdin`` for ``"-"``, a file
-    object's ``name`` when it has one."""
-    if isinstance(src, (str, os.PathLike)):
-        return "stdin" if os.fspath(src) == "-" else Path(src).name
-    name = getattr(src, "name", None)
-    return Path(name).name if isinstance(name, str) and name else "capture"
-
-
-def normalize_partition_by(partition_by) -> tuple[str, ...]:
-    """``"date,hour"`` / ``("hour", "date")`` -> ``("date", "hour")``; ``ValueError`` for
-    anything but ``date`` and ``hour``."""
-    if isinstance(partition_by, str):
-        partition_by = [p for p in partition_by.replace(" ", "").split(",") if p]
-    cols = set(partition_by or ())
-    bad = cols - set(PARTITION_COLUMNS)
-    if bad:
-        raise ValueError(f"cannot partition by {', '.join(sorted(bad))} (only date and hour)")
-    return tuple(c for c in PARTITION_COLUMNS if c in cols)
-
-
 class ExportSink:
     """Rows in, partitioned table files out (bounded memory).
 
@@ -311,7 +288,7 @@ class ExportSink:
         if row_group_rows < 1:
             raise ValueError("row_group_rows must be >= 1")
         self.out_dir = Path(out_dir)
-        self.file_stem = _safe_name(file_stem)
+        self.file_stem = safe_name(file_stem)
         self.fmt = fmt
         self.partition_by = normalize_partition_by(partition_by)
         self.with_records = with_records
@@ -352,7 +329,7 @@ class ExportSink:
             d = d / (f"date={v}" if col == "date" else f"hour={v:02d}")
         n = self._seq.get(key, 0)
         self._seq[key] = n + 1
-        w = TableWriter(d / f"part-{self.file_stem}-{n}{_EXT[self.fmt]}", table, fmt=self.fmt,
+        w = TableWriter(d / f"part-{self.file_stem}-{n}{EXTENSIONS[self.fmt]}", table, fmt=self.fmt,
                         row_group_rows=self.row_group_rows,
                         row_group_bytes=self.row_group_bytes)
         self._open[key] = w

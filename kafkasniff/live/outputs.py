@@ -94,13 +94,15 @@ def light_exchange(ex):
 
 def _filters(f: dict):
     """``read``'s exchange filters (``--api``, ``--client``, ``--topic``, ``--errors-only``,
-    ``--min-latency``) as one predicate, ``None`` when none is set."""
-    if not f or not any(v for v in f.values()):
+    ``--min-latency``) as one predicate (:mod:`kafkasniff.output.filters`), ``None`` when
+    none is set."""
+    if not f:
         return None
-    from kafkasniff.cli import build_filter as cli_filters
+    from kafkasniff.output.filters import Filter
 
-    return cli_filters(tuple(f.get("api") or ()), f.get("client"), f.get("topic"),
-                       bool(f.get("errors_only")), f.get("min_latency"))
+    return Filter(apis=tuple(f.get("api") or ()), client=f.get("client") or "",
+                  topic=f.get("topic") or "", errors_only=bool(f.get("errors_only")),
+                  min_latency_ms=f.get("min_latency")).predicate()
 
 
 class DecoderSink:

@@ -9,8 +9,8 @@
   the tables of ``kafkasniff export`` (same rows), verified by reading them back.
 - :mod:`kafkasniff.spark.report`: views over the tables and the reports of ``spark report``.
 - :mod:`kafkasniff.spark.watch`: the Structured Streaming query of ``spark watch``.
-- :mod:`kafkasniff.spark.command`: the ``kafkasniff spark`` click group.
 
-Importing this package (or :mod:`~kafkasniff.spark.command`) does not import PySpark; the
+The ``kafkasniff spark`` click group is :mod:`kafkasniff.cli.spark`. Importing this package
+(or that command module) does not import PySpark; the
 functions that need it import it when called. See ``docs/spark.md``.
 """

@@ -169,7 +169,7 @@ def capture_names(paths: list[str]) -> dict[str, str]:
     Raises:
         SparkDecodeError: two inputs cannot be told apart in output file names.
     """
-    from kafkasniff.export.writer import _safe_name
+    from kafkasniff.export.paths import safe_name
 
     parts = {p: Path(p).parts for p in paths}
     depth = {p: 1 for p in paths}
@@ -191,7 +191,7 @@ def capture_names(paths: list[str]) -> dict[str, str]:
     result = {"/".join(parts[p][-depth[p]:]): p for p in paths}
     stems: dict[str, str] = {}
     for name in result:
-        stem = _safe_name(name)
+        stem = safe_name(name)
         if stem in stems:
             raise SparkDecodeError(f"captures {stems[stem]!r} and {name!r} would share output "
                                    f"file names ({stem}); rename one")
@@ -362,8 +362,8 @@ def spark_decode(inputs: Iterable[str | os.PathLike[str]], out_dir: str | os.Pat
         SparkDecodeError: an input is missing or unreadable, or the verification failed.
         SparkSetupError: Spark cannot start (no Java, no PySpark ...).
     """
+    from kafkasniff.export.paths import EXTENSIONS, FORMATS, normalize_partition_by, safe_name
     from kafkasniff.export.schema import TABLES
-    from kafkasniff.export.writer import _EXT, FORMATS, _safe_name, normalize_partition_by
     from kafkasniff.spark.session import spark_session
     from kafkasniff.spark.split import SHARD_TARGET_BYTES, SPLIT_THRESHOLD_BYTES, shard_count
 
@@ -376,7 +376,7 @@ def spark_decode(inputs: Iterable[str | os.PathLike[str]], out_dir: str | os.Pat
     names = capture_names(paths)
     out = Path(out_dir).absolute()
     out.mkdir(parents=True, exist_ok=True)
-    ext = _EXT[fmt]
+    ext = EXTENSIONS[fmt]
     result = DecodeResult(out_dir=str(out), captures=dict(names))
     sizes = {name: os.path.getsize(p) for name, p in names.items()}
     result.input_bytes = sum(sizes.values())
@@ -385,7 +385,7 @@ def spark_decode(inputs: Iterable[str | os.PathLike[str]], out_dir: str | os.Pat
                                   target_bytes=shard_target_bytes or SHARD_TARGET_BYTES)
                 for name in names}
     result.shards = dict(n_shards)
-    removed = _remove_earlier_output(out, [_safe_name(n) for n in names], ext)
+    removed = _remove_earlier_output(out, [safe_name(n) for n in names], ext)
     if removed:
         say(f"removed {removed} file(s) of an earlier run of these captures")
 
@@ -402,7 +402,7 @@ def spark_decode(inputs: Iterable[str | os.PathLike[str]], out_dir: str | os.Pat
         if to_split:
             t1 = time.monotonic()
             split_tasks = [dict(common, path=names[n], capture=n, shards=n_shards[n],
-                                stem=_safe_name(n), scratch=str(scratch / str(i)))
+                                stem=safe_name(n), scratch=str(scratch / str(i)))
                            for i, n in enumerate(to_split)]
             say(f"splitting {len(split_tasks)} capture(s) by connection")
             rows = _run(session, _split_rows, split_tasks, "split")
@@ -476,16 +476,17 @@ def _merge_topic_ids(out: Path, captures: list[str], fmt: str, partition_by: tup
     tiny: one row per topic id). Returns the change in the row count (<= 0)."""
     import pyarrow.parquet as pq
 
+    from kafkasniff.export.paths import EXTENSIONS, safe_name
     from kafkasniff.export.rows import topic_row
     from kafkasniff.export.schema import SCHEMAS
-    from kafkasniff.export.writer import _EXT, ExportSink, _safe_name
+    from kafkasniff.export.writer import ExportSink
     from kafkasniff.model import TopicName
 
     tdir = out / "topic_ids"
-    ext = _EXT[fmt]
+    ext = EXTENSIONS[fmt]
     delta = 0
     for name in captures:
-        pat = re.compile(re.escape(f"part-{_safe_name(name)}-") + r"\d+of\d+-\d+"
+        pat = re.compile(re.escape(f"part-{safe_name(name)}-") + r"\d+of\d+-\d+"
                          + re.escape(ext) + "$")
         files = [Path(r) / f for r, _, fs in os.walk(tdir) for f in fs if pat.match(f)]
         if not files:

@@ -17,7 +17,6 @@ Row numbers are the order in which exchanges completed (the order of ``read``).
 
 from __future__ import annotations
 
-import fnmatch
 from array import array
 from dataclasses import dataclass, field
 from itertools import compress
@@ -25,9 +24,9 @@ from sys import intern
 from typing import NamedTuple
 
 from kafkasniff.model import DecodeIssue, Exchange, WireFormat
+from kafkasniff.output.filters import STATUSES, Filter, api_names_and_keys, pattern_matcher
 from kafkasniff.protocol.apis import SASL_AUTHENTICATE, SASL_TOKEN
 
-STATUSES = ("paired", "no_response_expected", "unanswered", "orphan_response")
 _STATUS_CODE = {s: i for i, s in enumerate(STATUSES)}
 SEVERITIES = ("", "info", "warning", "error")
 _SEV_CODE = {s: i for i, s in enumerate(SEVERITIES)}
@@ -328,65 +327,6 @@ class SummaryBuilder:
 
 # ------------------------------------------------------------------------------------ filters
 
-@dataclass(frozen=True)
-class Filter:
-    """What the exchanges view shows. Patterns are shell globs (``fnmatch``), matched
-    case-insensitively; a pattern without ``*?[`` matches as a substring; ``=value``
-    matches exactly.
-
-    Attributes:
-        apis: api names or keys (as text) to keep; empty: all.
-        client: matches the client_id or the client endpoint.
-        broker: matches the broker endpoint.
-        topic: matches any topic of the exchange.
-        status: one of :data:`STATUSES`, or ``""``.
-        errors_only: only exchanges with a Kafka error code.
-        issues_only: only exchanges with an issue.
-        min_latency_ms: only paired exchanges at least this slow.
-    """
-
-    apis: tuple[str, ...] = ()
-    client: str = ""
-    broker: str = ""
-    topic: str = ""
-    status: str = ""
-    errors_only: bool = False
-    issues_only: bool = False
-    min_latency_ms: float | None = None
-
-    @property
-    def active(self) -> bool:
-        """Some criterion is set (the view may hide rows)."""
-        return self != Filter()
-
-    def describe(self) -> str:
-        """A short text of the active criteria (``""`` when none)."""
-        parts = []
-        if self.apis:
-            parts.append("api=" + ",".join(self.apis))
-        for k in ("client", "broker", "topic", "status"):
-            v = getattr(self, k)
-            if v:
-                parts.append(f"{k}={v}")
-        if self.errors_only:
-            parts.append("errors")
-        if self.issues_only:
-            parts.append("issues")
-        if self.min_latency_ms is not None:
-            parts.append(f"latency>={self.min_latency_ms:g}ms")
-        return " ".join(parts)
-
-
-def _matcher(pattern: str):
-    if pattern.startswith("="):           # exact value (jumps from other views)
-        exact = pattern[1:]
-        return lambda s: s is not None and s == exact
-    p = pattern.lower()
-    if any(ch in p for ch in "*?["):
-        return lambda s: s is not None and fnmatch.fnmatchcase(s.lower(), p)
-    return lambda s: s is not None and p in s.lower()
-
-
 class _Compiled:
     """A filter turned into id sets over the interned tables (extended as tables grow)."""
 
@@ -395,19 +335,18 @@ class _Compiled:
         self.tables = tables
         self.sets: list[tuple[str, Interned, object, set, list]] = []
         if f.apis:
-            wanted = {a.lower() for a in f.apis}
+            wanted, self.api_keys = api_names_and_keys(f.apis)
             self._add("name", tables.names, lambda n: n.lower() in wanted)
-            self.api_keys = {int(a) for a in f.apis if a.lstrip("-").isdigit()}
         else:
             self.api_keys = set()
         if f.client:
-            m = _matcher(f.client)
+            m = pattern_matcher(f.client)
             self.client_ids = self._add("client_id", tables.client_ids, m, add=False)
             self.client_eps = self._add("client", tables.endpoints, m, add=False)
         if f.broker:
-            self._add("broker", tables.endpoints, _matcher(f.broker))
+            self._add("broker", tables.endpoints, pattern_matcher(f.broker))
         if f.topic:
-            m = _matcher(f.topic)
+            m = pattern_matcher(f.topic)
             self._add("topics", tables.tuples, lambda tup: any(m(t) for t in tup))
 
     def _add(self, col, table, pred, add=True):

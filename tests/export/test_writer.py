@@ -12,15 +12,11 @@ import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
+from kafkasniff.cli.export import export_command
 from kafkasniff.export import rows as R
-from kafkasniff.export.command import export_command
+from kafkasniff.export.paths import normalize_partition_by
 from kafkasniff.export.schema import SCHEMAS, TABLES
-from kafkasniff.export.writer import (
-    ExportSink,
-    TableWriter,
-    export_captures,
-    normalize_partition_by,
-)
+from kafkasniff.export.writer import ExportSink, TableWriter, export_captures
 from tests.conftest import CAPTURES
 from tests.export.conftest import capture_options, decoded_values
 

@@ -163,7 +163,7 @@ def cluster(tmp_path_factory):
 
 
 def run_cli(args: list[str], timeout: float = 300) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-m", "kafkasniff.spark.command"] + args
+    cmd = [sys.executable, "-m", "kafkasniff.cli.spark"] + args
     res = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
                          env=cluster_env(), cwd=Path(__file__).resolve().parents[2])
     assert res.returncode == 0, f"{cmd}\nstdout:\n{res.stdout[-3000:]}\nstderr:\n" \

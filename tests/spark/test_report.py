@@ -15,7 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from kafkasniff.export.schema import SCHEMAS, TABLES
-from kafkasniff.spark.command import spark_group
+from kafkasniff.cli.spark import spark_group
 from kafkasniff.spark.report import (QUANTILES, REPORTS, _latency_report, read_table,
                                      register_views)
 

@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from kafkasniff.spark import session as sess
-from kafkasniff.spark.command import spark_group
+from kafkasniff.cli.spark import spark_group
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -83,7 +83,7 @@ def test_remote_without_connect_packages_via_cli(monkeypatch, tmp_path) -> None:
 
 
 def test_no_pyspark_on_import_and_in_headless_commands() -> None:
-    code = ("import sys; import kafkasniff.spark, kafkasniff.spark.command, "
+    code = ("import sys; import kafkasniff.spark, kafkasniff.cli.spark, "
             "kafkasniff.spark.split, kafkasniff.spark.decode, kafkasniff.spark.report, "
             "kafkasniff.spark.watch, kafkasniff.spark.session; "
             "print([m for m in ('pyspark', 'py4j') if m in sys.modules])")
@@ -140,7 +140,7 @@ def test_spark_leaves_no_warehouse_in_the_working_directory(exported, tmp_path) 
     if reason:
         pytest.skip(reason)
     res = subprocess.run(
-        [sys.executable, "-m", "kafkasniff.spark.command", "report", str(exported),
+        [sys.executable, "-m", "kafkasniff.cli.spark", "report", str(exported),
          "--master", "local[1]", "--no-write", "--sql", "SHOW TABLES"],
         capture_output=True, text=True, timeout=300, cwd=tmp_path, env=cluster_env())
     assert res.returncode == 0, res.stderr[-3000:]

@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from kafkasniff.export.schema import SCHEMAS
-from kafkasniff.spark.command import spark_group
+from kafkasniff.cli.spark import spark_group
 from kafkasniff.spark.watch import WATCH_COLUMNS, run_watch
 
 from .test_report import arrow_rows

@@ -280,7 +280,7 @@ async def test_usable_while_loading():
 # ------------------------------------------------------------------------------------ command
 
 def test_command_help_and_errors(tmp_path):
-    from kafkasniff.tui.command import tui_command
+    from kafkasniff.cli.tui import tui_command
 
     res = CliRunner().invoke(tui_command, ["--help"])
     assert res.exit_code == 0
@@ -293,7 +293,7 @@ def test_command_help_and_errors(tmp_path):
 
 
 def test_importing_the_command_does_not_import_textual():
-    code = ("import sys; import kafkasniff.tui.command, kafkasniff.tui.source, "
+    code = ("import sys; import kafkasniff.cli.tui, kafkasniff.tui.source, "
             "kafkasniff.tui.store, kafkasniff.tui.detail; "
             "print('textual' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

@@ -1,25 +1,21 @@
 """``kafkasniff export``: decode captures into Parquet (or JSON Lines) tables.
 
-Registered in :mod:`kafkasniff.cli` as ``main.add_command(export_command, "export")``; this
-module imports ``kafkasniff.cli`` for the shared input options, so the registration must come
-after ``input_options`` is defined there (e.g. at the end of ``cli.py``). pyarrow is imported
-only when the command runs.
+Loaded by :class:`kafkasniff.cli.LazyGroup` when the command is used; pyarrow is imported only
+when it runs.
 """
 
 from __future__ import annotations
 
-import sys
-
 import click
 
-from kafkasniff.cli import _inputs, input_options
+from kafkasniff.cli.inputs import Progress, fail, input_options, parse_inputs
 from kafkasniff.errors import KafkaSniffError
 
 
 def parse_partition_by(ctx, param, value: str) -> tuple[str, ...]:
     """Click callback of ``--partition-by``: "date", "hour" or "date,hour" -> the columns in
     directory order; raises click.BadParameter otherwise."""
-    from kafkasniff.export.writer import normalize_partition_by
+    from kafkasniff.export.paths import normalize_partition_by
 
     try:
         return normalize_partition_by(value or "")
@@ -73,12 +69,11 @@ def export_command(files, read_files, ports, detect, max_frame_bytes, definition
     """
     from pathlib import Path
 
-    from kafkasniff.cli import _Progress
     from kafkasniff.export.writer import export_captures
 
-    inp = _inputs(files, read_files, ports, detect, max_frame_bytes, definitions,
+    inp = parse_inputs(files, read_files, ports, detect, max_frame_bytes, definitions,
                   max_uncompressed_bytes, wire_format, show_secrets)
-    progress = _Progress(enabled=not quiet)
+    progress = Progress(enabled=not quiet)
     try:
         counts = export_captures(inp.sources, Path(output), options=inp.pipeline_options(),
                                  with_records=with_records, partition_by=partition_by, fmt=fmt,
@@ -86,12 +81,10 @@ def export_command(files, read_files, ports, detect, max_frame_bytes, definition
                                  row_group_rows=row_group_rows, on_progress=progress)
     except KafkaSniffError as exc:
         progress.close()
-        click.echo(f"kafkasniff: error: {exc}", err=True)
-        sys.exit(2)
+        fail(str(exc))
     except OSError as exc:
         progress.close()
-        click.echo(f"kafkasniff: error: {output}: {exc.strerror or exc}", err=True)
-        sys.exit(2)
+        fail(f"{output}: {exc.strerror or exc}")
     progress.close()
     if not quiet:
         click.echo("export: " + ", ".join(f"{t} {n}" for t, n in counts.items()) +

@@ -1,7 +1,7 @@
 """``kafkasniff tui FILE...``: the terminal UI over capture files.
 
-Registered in :mod:`kafkasniff.cli` (``main.add_command(tui_command, "tui")``). Textual is
-imported only when the command runs, so ``read``, ``stats`` and ``export`` never load it.
+Loaded by :class:`kafkasniff.cli.LazyGroup` when the command is used. Textual is imported
+only when the command runs, so ``read``, ``stats`` and ``export`` never load it.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import sys
 
 import click
 
-from kafkasniff.cli import _inputs, input_options
+from kafkasniff.cli.inputs import fail, input_options, parse_inputs
 
 
 @click.command("tui")
@@ -28,7 +28,7 @@ def tui_command(files, read_files, ports, detect, max_frame_bytes, definitions,
     The capture loads progressively in the background; press ? for every key.
     Secrets stay redacted unless --show-secrets.
     """
-    inp = _inputs(files, read_files, ports, detect, max_frame_bytes, definitions,
+    inp = parse_inputs(files, read_files, ports, detect, max_frame_bytes, definitions,
                   max_uncompressed_bytes, wire_format, show_secrets)
     if "-" in inp.sources and sys.stdin.isatty():
         raise click.UsageError("'-' reads a capture from stdin, but stdin is a terminal")
@@ -40,8 +40,7 @@ def tui_command(files, read_files, ports, detect, max_frame_bytes, definitions,
             try:
                 open_capture(src).close()
             except KafkaSniffError as exc:
-                click.echo(f"kafkasniff: error: {exc}", err=True)
-                sys.exit(2)
+                fail(str(exc))
     stdin = None
     if "-" in inp.sources:
         # the UI needs the terminal: read the capture from a duplicate of stdin, then point
@@ -64,5 +63,4 @@ def tui_command(files, read_files, ports, detect, max_frame_bytes, definitions,
     configure_process()
     app.run()
     if source.error:
-        click.echo(f"kafkasniff: error: {source.error}", err=True)
-        sys.exit(2)
+        fail(str(source.error))

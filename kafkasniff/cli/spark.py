@@ -1,8 +1,7 @@
 """``kafkasniff spark``: the click group with ``decode``, ``report`` and ``watch``.
 
-Registered in :mod:`kafkasniff.cli` with ``main.add_command(spark_group, "spark")`` (after
-``input_options`` is defined there: this module imports it). Also runnable on its own:
-``python -m kafkasniff.spark.command decode ...``. PySpark and pyarrow are imported only
+Loaded by :class:`kafkasniff.cli.LazyGroup` when the command is used. Also runnable on its
+own (``spark-submit``, docs/spark.md): ``python -m kafkasniff.cli.spark decode ...``. PySpark and pyarrow are imported only
 inside the command functions, so ``read``, ``stats`` and ``export`` never load them.
 
 Exit codes: 0 ok; 2 usage error, an input that cannot be read, Spark that cannot start
@@ -11,20 +10,13 @@ Exit codes: 0 ok; 2 usage error, an input that cannot be read, Spark that cannot
 
 from __future__ import annotations
 
-import sys
-
 import click
 
-from kafkasniff.cli import _inputs, input_options
+from kafkasniff.cli.export import table_options
+from kafkasniff.cli.inputs import fail, input_options, parse_inputs
 from kafkasniff.errors import KafkaSniffError
-from kafkasniff.export.command import table_options
 
 __all__ = ["spark_group"]
-
-
-def _fail(message: str) -> None:
-    click.echo(f"kafkasniff: error: {message}", err=True)
-    sys.exit(2)
 
 
 def _pipeline_input_options(func):
@@ -118,8 +110,8 @@ def decode_command(inputs, read_files, ports, detect, max_frame_bytes, definitio
     """
     from kafkasniff.spark.decode import spark_decode
 
-    inp = _inputs(inputs, read_files, ports, detect, max_frame_bytes, definitions,
-                  max_uncompressed_bytes, wire_format, show_secrets)
+    inp = parse_inputs(inputs, read_files, ports, detect, max_frame_bytes, definitions,
+                       max_uncompressed_bytes, wire_format, show_secrets)
     log = None if quiet else (lambda m: click.echo(f"spark decode: {m}", err=True))
     try:
         with _session(master, remote, cores, conf) as spark:
@@ -129,9 +121,9 @@ def decode_command(inputs, read_files, ports, detect, max_frame_bytes, definitio
                                split_threshold_bytes=split_threshold_mb << 20,
                                verify=not no_verify, keep_scratch=keep_scratch, log=log)
     except KafkaSniffError as exc:
-        _fail(str(exc))
+        fail(str(exc))
     except OSError as exc:
-        _fail(f"{output}: {exc.strerror or exc}")
+        fail(f"{output}: {exc.strerror or exc}")
     if not quiet:
         split = sum(1 for n in res.shards.values() if n > 1)
         click.echo("spark decode: " + ", ".join(f"{t} {n}" for t, n in res.rows.items())
@@ -167,7 +159,7 @@ def report_command(directory, master, remote, cores, conf, query, top, no_write)
             else:
                 run_report(spark, directory, top=top, write=not no_write, echo=click.echo)
     except KafkaSniffError as exc:
-        _fail(str(exc))
+        fail(str(exc))
 
 
 def _sql(spark, directory, query, top) -> None:
@@ -185,7 +177,7 @@ def _sql(spark, directory, query, top) -> None:
         run_sql(spark, directory, query, top=top, echo=click.echo)
     except (AnalysisException, ParseException) as exc:
         msg = str(getattr(exc, "getMessage", lambda: exc)() or exc).strip().splitlines()
-        _fail("SQL: " + (msg[0] if msg else str(exc)))
+        fail("SQL: " + (msg[0] if msg else str(exc)))
 
 
 @spark_group.command("watch")
@@ -227,10 +219,10 @@ def watch_command(directory, master, remote, cores, conf, watermark, window, tri
                       checkpoint=checkpoint, max_files_per_trigger=max_files_per_trigger,
                       output_mode=output_mode, rows=rows, echo=click.echo)
     except KafkaSniffError as exc:
-        _fail(str(exc))
+        fail(str(exc))
     except Exception as exc:  # noqa: BLE001 - streaming errors surface as JVM exceptions
         if type(exc).__module__.startswith(("pyspark", "py4j")):
-            _fail(f"streaming query failed: {str(exc).strip().splitlines()[0]}")
+            fail(f"streaming query failed: {str(exc).strip().splitlines()[0]}")
         raise
 
 

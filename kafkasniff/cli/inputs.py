@@ -1,0 +1,114 @@
+"""What every command that reads captures shares: the input options (tshark-like), the
+progress bar, and the one-line error exit."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from typing import NoReturn
+
+import click
+
+
+@dataclass
+class InputOptions:
+    """Input options shared by every command that reads captures."""
+
+    sources: list[str]
+    ports: tuple[int, ...]
+    detect: bool
+    max_frame_bytes: int
+    definitions: str | None
+    max_uncompressed_bytes: int = 64 * 1024 * 1024
+    show_secrets: bool = False
+    wire_format: str = "auto"
+
+    def pipeline_options(self, **extra):
+        """The :class:`~kafkasniff.pipeline.PipelineOptions` of these inputs; ``extra`` sets
+        further fields (e.g. ``with_records=True``)."""
+        from kafkasniff.pipeline import PipelineOptions
+
+        return PipelineOptions(ports=frozenset(self.ports), detect=self.detect,
+                               max_frame_bytes=self.max_frame_bytes,
+                               definitions_dir=self.definitions,
+                               max_uncompressed_bytes=self.max_uncompressed_bytes,
+                               show_secrets=self.show_secrets, wire_format=self.wire_format,
+                               **extra)
+
+
+def input_options(func):
+    """Decorate a command with the capture input options (tshark-like)."""
+    opts = [
+        click.argument("files", nargs=-1, type=click.Path(allow_dash=True, dir_okay=False)),
+        click.option("-r", "--read-file", "read_files", multiple=True,
+                     type=click.Path(allow_dash=True, dir_okay=False),
+                     help="Capture file to read (repeatable; '-' for stdin), like tshark -r."),
+        click.option("--port", "ports", multiple=True, type=click.IntRange(1, 65535),
+                     default=(9092,), show_default=True,
+                     help="Kafka broker port (repeatable). The endpoint on it is the broker."),
+        click.option("--detect/--no-detect", default=True, show_default=True,
+                     help="Also find Kafka on any port by recognising request headers."),
+        click.option("--max-frame-bytes", type=click.IntRange(16), default=100 * 1024 * 1024,
+                     show_default=True, help="Largest Kafka frame accepted (bytes)."),
+        click.option("--definitions", type=click.Path(file_okay=False, exists=True),
+                     default=None, help="Directory of generated definitions to decode with "
+                                        "(default: the installed ones)."),
+        click.option("--max-uncompressed-bytes", type=click.IntRange(1024),
+                     default=64 * 1024 * 1024, show_default=True,
+                     help="Largest decompressed size of one record batch; beyond it the batch "
+                          "is reported (decompression_limit), not decoded."),
+        click.option("--wire-format", type=click.Choice(["auto", "modern", "0.7"]),
+                     default="auto", show_default=True,
+                     help="Kafka wire format: recognise 0.8+ and pre-0.8 (0.7) traffic "
+                          "automatically, or force one."),
+        click.option("--show-secrets", is_flag=True,
+                     help="Show SASL passwords, SCRAM proofs, OAuth and GSSAPI tokens and "
+                          "delegation-token HMACs instead of redacting them."),
+    ]
+    for o in reversed(opts):
+        func = o(func)
+    return func
+
+
+def parse_inputs(files, read_files, ports, detect, max_frame_bytes, definitions,
+                 max_uncompressed_bytes=64 * 1024 * 1024, wire_format="auto",
+                 show_secrets=False) -> InputOptions:
+    """The :class:`InputOptions` of the values of :func:`input_options`; raises
+    :class:`click.UsageError` when no capture is given or stdin is given twice."""
+    sources = list(read_files) + list(files)
+    if not sources:
+        raise click.UsageError("no capture given: pass FILE... or -r FILE ('-' for stdin)")
+    if sources.count("-") > 1:
+        raise click.UsageError("stdin ('-') can be read only once")
+    return InputOptions(sources, tuple(ports), detect, max_frame_bytes, definitions,
+                        max_uncompressed_bytes, show_secrets, wire_format)
+
+
+class Progress:
+    """A progress bar on stderr for long files when stderr is a terminal."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.bar = None
+        self.enabled = enabled and sys.stderr.isatty()
+        self.last = 0
+
+    def __call__(self, done: int, total: int | None) -> None:
+        if not self.enabled or not total:
+            return
+        if self.bar is None:
+            self.bar = click.progressbar(length=total, file=sys.stderr, label="decoding",
+                                         show_percent=True, show_eta=True)
+            self.bar.__enter__()
+        self.bar.update(max(0, done - self.last))
+        self.last = done
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.__exit__(None, None, None)
+            self.bar = None
+
+
+def fail(message: str) -> NoReturn:
+    """Print ``kafkasniff: error: MESSAGE`` on stderr and exit 2 (usage or unreadable input)."""
+    click.echo(f"kafkasniff: error: {message}", err=True)
+    sys.exit(2)

@@ -1,0 +1,114 @@
+"""``kafkasniff read``: one line (or one JSON object) per exchange."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from kafkasniff.cli.inputs import Progress, fail, input_options, parse_inputs
+from kafkasniff.errors import KafkaSniffError
+from kafkasniff.output.filters import Filter
+
+
+def summary_line(stats, shown: int | None = None) -> str:
+    """``summary: ...`` of a run's :class:`~kafkasniff.pipeline.PipelineStats` (``shown``:
+    exchanges printed, when filtered)."""
+    from kafkasniff.output.render import summary_parts
+
+    return "summary: " + "; ".join(summary_parts(
+        stats.exchanges, stats.issues, stats.packets, stats.skipped, stats.kafka_connections,
+        stats.other_connections, shown))
+
+
+@click.command("read")
+@input_options
+@click.option("--json", "as_json", is_flag=True, help="JSON Lines: one object per exchange "
+              "(and per standalone issue), see docs/json.md.")
+@click.option("--api", multiple=True, help="Only these APIs (name or key, repeatable).")
+@click.option("--client", default=None,
+              help="Only this client: a pattern over the client_id or the client's ip:port "
+                   "(any case; plain text: substring, with * ? [ ]: glob, =text: exact).")
+@click.option("--topic", default=None,
+              help="Only exchanges touching this topic (a pattern, as --client).")
+@click.option("--errors-only", is_flag=True, help="Only exchanges with a Kafka error code.")
+@click.option("--min-latency", type=float, default=None, metavar="MS",
+              help="Only exchanges at least this slow (milliseconds).")
+@click.option("-c", "--count", type=click.IntRange(1), default=None,
+              help="Stop after this many exchanges.")
+@click.option("--no-issues", is_flag=True, help="Do not print standalone issues.")
+@click.option("--strict", is_flag=True, help="Exit 1 if any warning or error issue was found.")
+@click.option("--color/--no-color", default=None, help="Colour errors (default: on a terminal).")
+@click.option("-q", "--quiet", is_flag=True, help="No summary line on stderr.")
+@click.option("--records", "with_records", is_flag=True,
+              help="Decode and show every record (partition, offset, timestamp, key, value, "
+                   "headers), not only batch summaries.")
+@click.option("--value-bytes", type=click.IntRange(0), default=256, show_default=True,
+              help="Bytes of each record key/value shown (0: everything).")
+def read_command(files, read_files, ports, detect, max_frame_bytes, definitions,
+                 max_uncompressed_bytes, wire_format, show_secrets, as_json, api, client, topic,
+                 errors_only, min_latency, count, no_issues, strict, color, quiet, with_records,
+                 value_bytes):
+    """Print every exchange: one line each, or JSON Lines with --json."""
+    from kafkasniff.model import Exchange
+    from kafkasniff.output.render import (
+        exchange_line,
+        exchange_to_dict,
+        issue_line,
+        issue_to_dict,
+        json_default,
+        record_lines,
+    )
+    from kafkasniff.pipeline import Pipeline, analyze
+
+    inp = parse_inputs(files, read_files, ports, detect, max_frame_bytes, definitions,
+                       max_uncompressed_bytes, wire_format, show_secrets)
+    keep = Filter(apis=api, client=client or "", topic=topic or "", errors_only=errors_only,
+                  min_latency_ms=min_latency).predicate()
+    show_issues = not no_issues and keep is None
+    if color is None:
+        color = sys.stdout.isatty()
+    progress = Progress(enabled=not quiet)
+    shown = 0
+    bad = 0
+    out = sys.stdout
+    default = json_default(value_bytes)
+    try:
+        pipe = Pipeline(inp.pipeline_options(with_records=with_records))
+        for rec in analyze(inp.sources, pipeline=pipe, on_progress=progress):
+            if type(rec) is Exchange:
+                bad += sum(1 for i in rec.issues if i.severity != "info")
+                if keep is not None and not keep(rec):
+                    continue
+                if as_json:
+                    out.write(json.dumps(exchange_to_dict(rec, value_bytes, convert=False),
+                                         ensure_ascii=False, default=default))
+                else:
+                    out.write(exchange_line(rec, color))
+                    if with_records:
+                        for line in record_lines(rec, value_bytes):
+                            out.write("\n")
+                            out.write(line)
+                out.write("\n")
+                shown += 1
+                if count is not None and shown >= count:
+                    break
+            else:
+                if rec.severity != "info":
+                    bad += 1
+                if show_issues:
+                    out.write(json.dumps(issue_to_dict(rec)) if as_json else issue_line(rec))
+                    out.write("\n")
+        out.flush()
+    except KafkaSniffError as exc:
+        progress.close()
+        fail(str(exc))
+    except BrokenPipeError:
+        sys.stderr.close()
+        sys.exit(0)
+    progress.close()
+    if not quiet:
+        out.flush()
+        click.echo(summary_line(pipe.stats, shown), err=True)
+    sys.exit(1 if strict and bad else 0)
