@@ -14,7 +14,7 @@ from kafkasniff.protocol.detect import (FUTURE_VERSION_SLACK, HUNT_MAX_REQUEST_B
 from kafkasniff.protocol.framing import ACCEPT, NEED_MORE, REJECT
 from kafkasniff.protocol.schema import load_definitions
 
-from .frames import (API_VERSIONS, HEARTBEAT, METADATA, api_versions_v3_request_body, frame, i16,
+from tests.pairing.frames import (API_VERSIONS, HEARTBEAT, METADATA, api_versions_v3_request_body, frame, i16,
                      i32, request, request_header, request_stream, response)
 
 DEFS = load_definitions()

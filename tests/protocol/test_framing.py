@@ -15,7 +15,7 @@ from kafkasniff.protocol.detect import request_validator
 from kafkasniff.protocol.framing import Frame, Framer, FramerIssue
 from kafkasniff.protocol.schema import load_definitions
 
-from .frames import i32, metadata_v1_request, request_stream, response
+from tests.pairing.frames import i32, metadata_v1_request, request_stream, response
 
 DEFS = load_definitions()
 FRAMES = request_stream(6)

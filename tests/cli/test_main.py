@@ -1,0 +1,34 @@
+"""The kafkasniff command group: every command's help, lazy loading of the heavier commands."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from tests.cli.common import PC, run
+
+
+@pytest.mark.parametrize("cmd", [[], ["read"], ["stats"], ["definitions"],
+                                 ["definitions", "generate"], ["definitions", "list"]])
+def test_help_for_every_command(cmd):
+    res = run(*cmd, "--help")
+    assert res.exit_code == 0
+    assert "Usage:" in res.output
+    if cmd in (["read"], ["stats"]):
+        for opt in ("--port", "--detect", "--max-frame-bytes", "-r, --read-file"):
+            assert opt in res.output
+
+
+def test_headless_commands_do_not_import_textual():
+    code = ("import sys; from click.testing import CliRunner; from kafkasniff.cli import main; "
+            f"r = CliRunner().invoke(main, ['stats', {str(PC)!r}]); assert r.exit_code == 0; "
+            f"r = CliRunner().invoke(main, ['read', '--json', {str(PC)!r}]); assert r.exit_code == 0; "
+            "import tempfile; d = tempfile.mkdtemp(); "
+            f"r = CliRunner().invoke(main, ['export', '-q', '-o', d, {str(PC)!r}]); "
+            "assert r.exit_code == 0, r.output; "
+            "bad = [m for m in ('textual', 'pyspark', 'scapy', 'dpkt', 'kafkasniff.tui', "
+            "'kafkasniff.live', 'kafkasniff.spark') if m in sys.modules]; "
+            "assert not bad, bad")
+    subprocess.run([sys.executable, "-c", code], check=True)

@@ -1,0 +1,68 @@
+"""kafkasniff read: lines, JSON Lines, filters, count, exit codes."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.cli.common import ERR, JSON_KEYS, PC, run
+from tests.conftest import CAPTURES, decode_capture
+
+
+def test_read_prints_one_line_per_exchange():
+    res = run("read", "-q", PC)
+    assert res.exit_code == 0
+    lines = res.output.splitlines()
+    d = decode_capture(PC)
+    assert len([ln for ln in lines if not ln.startswith("!")]) == len(d.exchanges)
+    assert any("Produce v10" in ln and "topics=ks-" in ln for ln in lines)
+
+
+def test_read_json_objects_have_the_documented_fields():
+    res = run("read", "-q", "--json", PC)
+    objs = [json.loads(ln) for ln in res.output.splitlines()]
+    exchanges = [o for o in objs if o["type"] == "exchange"]
+    assert exchanges and all(JSON_KEYS <= set(o) for o in exchanges)
+    produce = next(o for o in exchanges if o["api_name"] == "Produce")
+    assert set(produce["connection"]) >= {"client", "broker"}
+    body = produce["request"]["body"]
+    assert body["acks"] == -1 and body["topic_data"][0]["partition_data"][0]["records"]["size_bytes"] > 0
+    assert produce["status"] in ("paired", "no_response_expected", "unanswered", "orphan_response")
+
+
+@pytest.mark.parametrize("args,check", [
+    (["--api", "Produce"], lambda o: o["api_name"] == "Produce"),
+    (["--api", "0"], lambda o: o["api_key"] == 0),
+    (["--client", "ks-consumer*"], lambda o: o["client_id"].startswith("ks-consumer")),
+    (["--topic", "ks-err*"], lambda o: any(t.startswith("ks-err") for t in o["topics"])),
+    (["--errors-only"], lambda o: o["errors"]),
+    (["--min-latency", "30"], lambda o: o["latency_ns"] >= 30_000_000),
+])
+def test_read_filters(args, check):
+    res = run("read", "-q", "--json", *args, ERR)
+    objs = [json.loads(ln) for ln in res.output.splitlines()]
+    assert objs, args
+    assert all(o["type"] == "exchange" and check(o) for o in objs)
+
+
+def test_read_count_stops_early():
+    res = run("read", "-q", "-c", "3", PC)
+    assert len(res.output.splitlines()) == 3
+
+
+def test_strict_exit_code():
+    assert run("read", "-q", CAPTURES / "aiokafka.pcap").exit_code == 0
+    assert run("read", "-q", "--strict", CAPTURES / "aiokafka.pcap").exit_code == 0  # info only
+    assert run("read", "-q", "--strict", PC).exit_code == 1  # the mock's departures
+
+
+def test_json_fast_path_equals_converted_dicts():
+    """read --json serialises raw bodies with a default= hook; it must equal the converted
+    dicts, records included."""
+    from kafkasniff.output.render import exchange_to_dict, json_default
+    d = decode_capture(CAPTURES / "crafted_records.pcap", with_records=True)
+    d2 = decode_capture(CAPTURES / "crafted_sasl.pcap")
+    for ex in d.exchanges + d2.exchanges:
+        fast = json.dumps(exchange_to_dict(ex, 64, convert=False), default=json_default(64))
+        assert json.loads(fast) == json.loads(json.dumps(exchange_to_dict(ex, 64)))
