@@ -53,6 +53,20 @@ def test_crafted_sasl_requests_and_raw_tokens():
     assert [ex.errors for ex in failed] == [("SASL_AUTHENTICATION_FAILED",)]
 
 
+def test_raw_sasl_token_latency():
+    """A raw SASL token exchange (KIP-43) has a latency like any exchange: the broker's
+    token's first byte minus the client's token's last byte. Each token is one segment here;
+    the script records each token's time after the peer's ACK (the same 25 us later for
+    both), so the difference of the recorded times is the latency."""
+    frames = truth("crafted_sasl")["raw_sasl_frames"]
+    [raw] = [ex for ex in decode_capture(CAPTURES / "crafted_sasl.pcap").exchanges
+             if ex.api_name == "SaslToken"]
+    assert raw.status == "paired"
+    assert raw.request.last_ts_ns == frames[0]["ts_ns"] - 25_000
+    assert raw.response.first_ts_ns == frames[1]["ts_ns"] - 25_000
+    assert raw.latency_ns == frames[1]["ts_ns"] - frames[0]["ts_ns"] == 625_000
+
+
 def test_crafted_kafka07():
     t = truth("crafted_kafka07")
     d = decode_capture(CAPTURES / "crafted_kafka07.pcap")

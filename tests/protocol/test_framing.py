@@ -354,6 +354,24 @@ def test_oversize_frame_is_reported_and_sync_regained():
         assert resync.length_bytes == len(junk)
 
 
+def test_frame_of_exactly_max_frame_bytes_passes_and_one_more_byte_does_not():
+    """The bound is inclusive: a payload of ``max_frame_bytes`` is a frame, one of
+    ``max_frame_bytes + 1`` is frame_too_large (whole segments and byte by byte)."""
+    sizes = [len(f) - 4 for f in FRAMES]
+    big = max(range(len(FRAMES)), key=lambda i: sizes[i])
+    for cuts in ([], list(range(len(STREAM)))):
+        fr = req_framer(max_frame_bytes=sizes[big])
+        events, _ = feed_chunks(fr, STREAM, cuts)
+        assert [f.size for f in frames_of(events)] == sizes
+        assert issues_of(events) == []
+        fr = req_framer(max_frame_bytes=sizes[big] - 1)
+        events, _ = feed_chunks(fr, STREAM, cuts)
+        too_large = [i for i in issues_of(events) if i.kind == IssueKind.FRAME_TOO_LARGE]
+        assert [i.stream_offset for i in too_large] == [OFFSETS[big]]
+        assert str(sizes[big]) in too_large[0].message
+        assert OFFSETS[big] not in [f.stream_offset for f in frames_of(events)]
+
+
 def test_negative_and_tiny_sizes_lose_sync():
     data = FRAMES[0] + i32(-7) + b"\x01\x02" + FRAMES[1]
     fr = req_framer()
