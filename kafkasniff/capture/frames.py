@@ -81,7 +81,8 @@ class FoundFrame:
         data: ``frame_bytes`` bytes (size prefix included); bytes never found are zero.
         missing: ``(start, end)`` byte ranges of ``data`` that were not found (gaps).
         packets_scanned: packets read to find it.
-        last_ts_ns: capture time of the packet that completed the frame (0 if incomplete).
+        last_ts_ns: capture time of the last packet that held bytes of the frame (0 when
+            none was found).
     """
 
     data: bytes
@@ -268,8 +269,7 @@ class FrameFinder:
                     break
         except (CaptureError, OSError):
             return None
-        return FoundFrame(bytes(buf), cover.missing(size), scanned,
-                          cover.last_ts if cover.filled == size else 0)
+        return FoundFrame(bytes(buf), cover.missing(size), scanned, cover.last_ts)
 
     def _packets(self, pos: tuple[int, int]):
         """Packets from checkpoint ``pos`` on, through the following files."""
@@ -320,11 +320,12 @@ class FrameFinder:
                 hi = size
             if lo >= hi:
                 continue
-            for a, b in cover.add(lo, hi):
+            placed = cover.add(lo, hi)
+            for a, b in placed:
                 buf[a:b] = payload[a - rel:b - rel]
+            if placed and pkt.ts_ns > cover.last_ts:
+                cover.last_ts = pkt.ts_ns
             if cover.filled == size:
-                if not cover.last_ts:
-                    cover.last_ts = pkt.ts_ns
                 break
             if pkt.ts_ns + horizon > limit_ts:
                 limit_ts = pkt.ts_ns + horizon

@@ -225,7 +225,7 @@ def decode_exchange(content: ContentDecoder, info, request: bytes | None,
                     response: bytes | None, issues: list[DecodeIssue] | tuple = (), *,
                     request_missing: list[tuple[int, int]] | None = None,
                     response_missing: list[tuple[int, int]] | None = None,
-                    response_last_ts_ns: int = 0) -> Detail:
+                    request_last_ts_ns: int = 0, response_last_ts_ns: int = 0) -> Detail:
     """Decode an exchange from its frames' bytes (size prefix included).
 
     Args:
@@ -236,14 +236,20 @@ def decode_exchange(content: ContentDecoder, info, request: bytes | None,
             topics with resolved ids, throttle time).
         request / response: the frames' bytes, ``None`` when not captured or not found.
         issues: the exchange's issues (from the summary store).
-        request_missing / response_missing: byte ranges of the frames never captured.
-        response_last_ts_ns: capture time of the response's last byte when known (else the
-            first byte's time is used).
+        request_missing / response_missing: byte ranges of the frames never captured. As the
+            pipeline's framer does, a frame is decoded from its bytes before the first range
+            (the bytes after a gap are shown in the hex view, not decoded).
+        request_last_ts_ns / response_last_ts_ns: capture time of the last packet holding
+            bytes of each frame when known (else derived from the latency, or the first
+            byte's time).
     """
     api_key, version = info.api_key, info.api_version
     mech = info.extra.get("sasl_mechanism")
     legacy = info.wire_format is WireFormat.KAFKA07
     req_side = resp_side = None
+    whole_request, whole_response = request, response
+    request = _captured_prefix(request, request_missing)
+    response = _captured_prefix(response, response_missing)
     if request is not None and len(request) >= 4:
         if api_key == SASL_TOKEN:
             req_side = _sasl_token_side(content, "request", request, mech)
@@ -263,19 +269,18 @@ def decode_exchange(content: ContentDecoder, info, request: bytes | None,
     latency = info.latency_ns
     req_msg = resp_msg = None
     if req_side is not None:
-        last = info.resp_ts - latency if latency is not None and info.resp_ts else info.req_ts
+        last = request_last_ts_ns or (info.resp_ts - latency if latency is not None and
+                                      info.resp_ts else info.req_ts)
         q = req_side.frame
-        req_msg = Message(len(request), info.req_ts, last, info.req_offset, q.header, q.body,
-                          q.raw_body, q.complete and not info.req_missing,
-                          sum(b - a for a, b in request_missing or ()), q.body_offset,
-                          info.req_seq)
+        req_msg = Message(len(whole_request), info.req_ts, last, info.req_offset, q.header,
+                          q.body, q.raw_body, q.complete and not info.req_missing,
+                          len(whole_request) - len(request), q.body_offset, info.req_seq)
     if resp_side is not None:
         r = resp_side.frame
-        resp_msg = Message(len(response), info.resp_ts, response_last_ts_ns or info.resp_ts,
-                           info.resp_offset, r.header, r.body, r.raw_body,
-                           r.complete and not info.resp_missing,
-                           sum(b - a for a, b in response_missing or ()), r.body_offset,
-                           info.resp_seq)
+        resp_msg = Message(len(whole_response), info.resp_ts,
+                           response_last_ts_ns or info.resp_ts, info.resp_offset, r.header,
+                           r.body, r.raw_body, r.complete and not info.resp_missing,
+                           len(whole_response) - len(response), r.body_offset, info.resp_seq)
     located = (req_side.frame.located if req_side else ()) + \
         (resp_side.frame.located if resp_side else ())
     ex = Exchange(info.conn_id, info.client, info.broker, info.status, api_key, info.api_name,
@@ -285,8 +290,9 @@ def decode_exchange(content: ContentDecoder, info, request: bytes | None,
                   info.extra.get("assumed_version"), tuple(issues), summarize(list(located)),
                   located, wire_format=info.wire_format)
     frames = {}
-    for name, side, data, missing in (("request", req_side, request, request_missing),
-                                      ("response", resp_side, response, response_missing)):
+    for name, side, data, missing in (("request", req_side, whole_request, request_missing),
+                                      ("response", resp_side, whole_response,
+                                       response_missing)):
         if side is None:
             continue
         buf = bytearray(data)
@@ -294,6 +300,13 @@ def decode_exchange(content: ContentDecoder, info, request: bytes | None,
         _mask(buf, masked)
         frames[name] = FrameView(name, bytes(buf), side.spans, masked, list(missing or ()))
     return Detail(ex, frames)
+
+
+def _captured_prefix(data: bytes | None, missing) -> bytes | None:
+    """A frame's bytes up to its first range never captured (what the framer decodes)."""
+    if data is None or not missing:
+        return data
+    return data[:min(a for a, _ in missing)]
 
 
 def kept_detail(ex: Exchange, note: str) -> Detail:

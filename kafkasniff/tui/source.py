@@ -420,6 +420,7 @@ class FileSource(ThreadedSource):
                             resp.data if resp else None, issues,
                             request_missing=req.missing if req else None,
                             response_missing=resp.missing if resp else None,
+                            request_last_ts_ns=req.last_ts_ns if req else 0,
                             response_last_ts_ns=resp.last_ts_ns if resp else 0)
         if notes:
             d.note = "; ".join(notes)

@@ -136,20 +136,6 @@ def test_kafka07_frames_are_found_again():
 
 # ------------------------------------------------------------------------------------ detail
 
-@pytest.mark.parametrize("name", ["librdkafka_compression", "crafted_records",
-                                  "kafka_python_legacy", "librdkafka_transactions",
-                                  "crafted_sasl", "librdkafka_midstream"])
-def test_detail_decodes_like_the_pipeline(name):
-    path = CAPTURES / f"{name}.pcap"
-    src, store = loaded_store(path)
-    ref = decode_capture(path, with_records=True).exchanges
-    assert len(ref) == len(store)
-    for i, ex in enumerate(ref):
-        d = src.detail(store.row(i), store.row_issues(i))
-        assert json.dumps(exchange_to_dict(d.exchange), default=str) == \
-            json.dumps(exchange_to_dict(ex), default=str), (name, i, ex.api_name)
-
-
 def test_detail_spans_cover_the_fields():
     src, store = loaded_store(CAPTURES / "librdkafka_produce_consume.pcap")
     checked = 0
