@@ -267,9 +267,7 @@ class Pipeline:
                 if type(ev) is StreamData:
                     self.stats.other_bytes += len(ev.data)
                 elif type(ev) is StreamClosed:
-                    self._close(conn)
-                    if self.options.meta_records:
-                        out.append(self._summary(conn, ConnectionKind.OTHER, 0))
+                    out.extend(self._to_other(state, ev))
             else:  # TlsConnection
                 out.extend(self._to_tls(state, ev))
         if self.options.meta_records:
@@ -330,17 +328,12 @@ class Pipeline:
             st.tls_connections += 1
             if verdict.client_dir < 0:
                 st.other_connections += 1
-            if t is StreamClosed:
-                self._close(conn)
-                return tls.on_close()
-            return []
+            return self._to_tls(tls, ev) if t is StreamClosed else []
         if kind is ConnectionKind.OTHER:
-            self.connections[conn.conn_id] = _Other(conn)
+            other = self.connections[conn.conn_id] = _Other(conn)
             st.other_connections += 1
             st.other_bytes += sum(len(e.data) for e in state.events if type(e) is StreamData)
-            if t is StreamClosed:
-                self._close(conn)
-            return []
+            return self._to_other(other, ev) if t is StreamClosed else []
         if kind is ConnectionKind.KAFKA07:
             kafka = Kafka07Connection(self.ctx, conn, verdict.client_dir,
                                       mid_stream=not conn.handshake_seen)
@@ -390,6 +383,13 @@ class Pipeline:
                                  f"different bytes than the first copy (first copy kept)",
                                  severity=Severity.WARNING, ts_ns=ev.ts_ns))
         return out
+
+    def _to_other(self, other: _Other, ev: StreamClosed) -> list:
+        conn = other.tcp
+        self._close(conn)
+        if self.options.meta_records:
+            return [self._summary(conn, ConnectionKind.OTHER, 0)]
+        return []
 
     def _to_tls(self, tls: TlsConnection, ev) -> list:
         t = type(ev)

@@ -80,3 +80,18 @@ def test_gaps_in_both_directions_do_not_keep_a_connection_undecided():
     assert pipe.stats.other_connections == 1      # decided while the connection is open
     pipe.finish()
     assert pipe.stats.kafka_connections == 0 and pipe.stats.other_connections == 1
+
+
+def test_every_connection_has_a_summary_also_when_decided_at_its_end():
+    """A short connection that closes before its first bytes say what it carries (no Kafka
+    port, detection on) still gets its connection summary (the export's connections row)."""
+    from kafkasniff.model import ConnectionSummary
+
+    pkts = packets(b"hello there", b"general kenobi", 100)
+    fin = ether(ipv4(CLIENT, BROKER, tcp_header(CPORT, BPORT, 1011, 5014, flags=0x11)))
+    pkts.append(CapturedPacket(pkts[-1].ts_ns + 1000, 1, fin, len(fin)))
+    pipe = Pipeline(PipelineOptions(ports=frozenset({9092}), meta_records=True))
+    out = [rec for pkt in pkts for rec in pipe.feed(pkt)] + pipe.finish()
+    [summary] = [rec for rec in out if type(rec) is ConnectionSummary]
+    assert summary.kind == "other" and pipe.stats.other_connections == 1
+    assert summary.bytes_to_broker + summary.bytes_to_client == 25
