@@ -205,18 +205,6 @@ class TableWriter:
         elif self._file is not None:
             self._file.flush()
 
-    def add_records(self, records: Iterable, *, capture: str, pipeline) -> None:
-        """Write the rows of what one :meth:`~kafkasniff.pipeline.Pipeline.feed` /
-        ``finish`` call of ``pipeline`` returned: connections are keyed by their first
-        packet time (:meth:`~kafkasniff.pipeline.Pipeline.first_seen_ns`), issues without a
-        time get the capture time reached."""
-        first_seen = pipeline.first_seen_ns
-        fallback = pipeline.stats.last_ts_ns
-        add = self.add
-        for rec in records:
-            add(rec, capture=capture, conn_first_ts_ns=first_seen(connection_id_of(rec)),
-                fallback_ts_ns=fallback)
-
     # -- ending
     def close(self, keep_empty: bool = False) -> bool:
         """Finish the file and rename it to its final name. Without rows, no file is left
