@@ -32,6 +32,7 @@ A field the predicate selects is a leaf: the walk does not descend into it.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Callable
 
 from kafkasniff.protocol.plans import FieldPlan, StructPlan
@@ -46,6 +47,7 @@ _ARRAY = 1
 _STRUCT = 2
 
 
+@dataclass(frozen=True, slots=True)
 class Node:
     """The interest tree of one struct plan.
 
@@ -59,17 +61,12 @@ class Node:
         partition_struct: a partition index with a topic field at this level or above.
     """
 
-    __slots__ = ("entries", "topic_key", "topic_id_key", "partition_key", "in_topic",
-                 "partition_struct")
-
-    def __init__(self, entries: tuple, topic_key: str | None, topic_id_key: str | None,
-                 partition_key: str | None, in_topic: bool, partition_struct: bool) -> None:
-        self.entries = entries
-        self.topic_key = topic_key
-        self.topic_id_key = topic_id_key
-        self.partition_key = partition_key
-        self.in_topic = in_topic
-        self.partition_struct = partition_struct
+    entries: tuple
+    topic_key: str | None
+    topic_id_key: str | None
+    partition_key: str | None
+    in_topic: bool
+    partition_struct: bool
 
 
 def is_topic_name(f: FieldPlan) -> bool:
