@@ -7,8 +7,10 @@
 - :mod:`kafkasniff.tui.detail`: full decode of one exchange on demand, field byte spans;
 - :mod:`kafkasniff.tui.widgets`: the virtual table and the hex view;
 - :mod:`kafkasniff.tui.app`, :mod:`kafkasniff.tui.screens`: the app and its screens;
-- :mod:`kafkasniff.tui.command`: the click command.
+- :mod:`kafkasniff.tui.panes`: the app's views, one module per pane (styles of the app
+  and its panes: ``app.tcss``);
 
-Only :mod:`app`, :mod:`screens`, :mod:`widgets`, :mod:`models` and :mod:`command` (when run)
-import Textual; the data side (source, store, aggregates, detail) does not.
+The command is :mod:`kafkasniff.cli.tui`. Only :mod:`app`, :mod:`panes`, :mod:`screens`,
+:mod:`widgets` and :mod:`models` import Textual; the data side (source, store, aggregates,
+detail) does not.
 """

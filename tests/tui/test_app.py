@@ -8,8 +8,8 @@ import pytest
 from textual.widgets import Input, OptionList, TabbedContent, Tree
 
 from kafkasniff.tui.app import (HELP_DETAIL, HELP_EXCHANGES, HELP_GLOBAL, HELP_OTHER,
-                                HELP_TABLE, ExchangesPane, IssuesPane, KafkaSniffApp,
-                                OverviewPane)
+                                HELP_TABLE, KafkaSniffApp)
+from kafkasniff.tui.panes import ExchangesPane, IssuesPane, OverviewPane
 from kafkasniff.tui.screens import DetailScreen, HelpScreen, SaveScreen
 from kafkasniff.tui.widgets import HexView, VirtualTable
 

@@ -1,0 +1,170 @@
+"""The Overview view (key 1): totals, request-rate and p99 sparklines per time bucket, the
+per-API table, brokers and clients panels, issue counters by kind and the latency histogram
+of the API under the cursor.
+
+Styles: ``kafkasniff/tui/app.tcss``.
+"""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.widgets import Label, Sparkline, Static
+
+from kafkasniff.tui.aggregates import HIST_EDGES_NS, Snapshot
+from kafkasniff.tui.models import (STAT_SORT, RowsModel, fmt_bytes, fmt_count, fmt_ms,
+                                   fmt_rate, stat_cells, stat_columns)
+from kafkasniff.tui.panes.tables import set_rows, sort_on_header
+from kafkasniff.tui.store import Filter
+from kafkasniff.tui.widgets import VirtualTable
+
+
+class OverviewPane(VerticalScroll):
+    """Per-API table, request rate and p99 sparklines, brokers, clients, issues, histogram."""
+
+    BINDINGS = [Binding("enter", "open_api", "API's exchanges", show=False)]
+
+    def compose(self) -> ComposeResult:
+        from textual_plotext import PlotextPlot
+
+        yield Static("waiting for data…", id="ov-totals")
+        with Horizontal(id="ov-sparks"):
+            with Vertical(classes="spark-box"):
+                yield Label("requests per bucket", id="sp-rate-label")
+                yield Sparkline([], id="sp-rate")
+            with Vertical(classes="spark-box"):
+                yield Label("p99 latency per bucket", id="sp-p99-label")
+                yield Sparkline([], id="sp-p99")
+        yield Label("APIs (Enter: their exchanges; the histogram follows the cursor)",
+                    classes="section")
+        yield VirtualTable(stat_columns("API", 22), id="ov-apis")
+        with Horizontal(id="ov-panels"):
+            with Vertical():
+                yield Label("Brokers", classes="section")
+                yield VirtualTable(stat_columns("Broker", 21)[:6], id="ov-brokers")
+            with Vertical():
+                yield Label("Clients (client_id)", classes="section")
+                yield VirtualTable(stat_columns("Client id", 18)[:6], id="ov-clients")
+        with Horizontal(id="ov-bottom"):
+            with Vertical(id="ov-issues-box"):
+                yield Label("Issues", classes="section")
+                yield Static("none", id="ov-issues")
+            with Vertical(id="ov-hist-box"):
+                yield Label("Latency histogram", classes="section", id="ov-hist-title")
+                yield PlotextPlot(id="ov-hist")
+
+    def on_mount(self) -> None:
+        self.snapshot = Snapshot()
+        self._hist_api: str | None = None
+
+    def update(self, snap: Snapshot) -> None:
+        """Show a new snapshot (totals, sparklines, tables, issues, histogram)."""
+        self.snapshot = snap
+        t = snap.total
+        if t is None:
+            return
+        pipe = snap.pipeline
+        span = snap.span_s
+        issues = sum(n for _, n in snap.issues)
+        sev = dict(snap.severities)
+        text = Text()
+        text.append(f"{fmt_count(snap.exchanges)} exchanges", style="bold")
+        text.append(f" in {span:,.1f} s of capture ({fmt_rate(t.rate_per_s)})   ")
+        text.append(f"errors {fmt_count(t.error_exchanges)}",
+                    style="bold red" if t.error_exchanges else "")
+        text.append(f"   throttled {fmt_count(t.throttled)}",
+                    style="bold yellow" if t.throttled else "")
+        text.append(f"   issues {fmt_count(issues)}",
+                    style="bold red" if sev.get("error") else "bold yellow"
+                    if sev.get("warning") else "")
+        text.append(f"\np50 {fmt_ms(t.p50_ns)}  p99 {fmt_ms(t.p99_ns)}  max {fmt_ms(t.max_ns)}"
+                    f"   bytes {fmt_bytes(t.request_bytes)} → / {fmt_bytes(t.response_bytes)} ←"
+                    f"   {fmt_count(pipe.get('packets', 0))} packets, "
+                    f"{fmt_count(pipe.get('kafka_connections', 0))} Kafka connections")
+        self.query_one("#ov-totals", Static).update(text)
+        tl = snap.timeline
+        if tl:
+            width = tl[0].width_ns / 1e9
+            counts = [b.count for b in tl]
+            p99 = [(b.p99_ns or 0) / 1e6 for b in tl]
+            self.query_one("#sp-rate", Sparkline).data = counts
+            self.query_one("#sp-p99", Sparkline).data = p99
+            self.query_one("#sp-rate-label", Label).update(
+                f"requests per {width:g} s  (max {max(counts):,})")
+            self.query_one("#sp-p99-label", Label).update(
+                f"p99 latency per {width:g} s  (max {max(p99):,.1f} ms)")
+        apis = self.query_one("#ov-apis", VirtualTable)
+        set_rows(apis, snap.apis, stat_cells, STAT_SORT)
+        apis.styles.height = min(len(snap.apis) + 1, 16) if snap.apis else 2
+        set_rows(self.query_one("#ov-brokers", VirtualTable), snap.brokers, stat_cells, STAT_SORT)
+        set_rows(self.query_one("#ov-clients", VirtualTable), [c.stats for c in snap.clients],
+                 stat_cells, STAT_SORT)
+        itext = Text()
+        for kind, n in snap.issues:
+            itext.append(f"{n:>8,}  ", style="bold")
+            itext.append(f"{kind}\n")
+        if not snap.issues:
+            itext.append("none")
+        self.query_one("#ov-issues", Static).update(itext)
+        self._draw_hist()
+
+    def selected_api(self) -> str | None:
+        """The API name under the cursor of the APIs table (``None``: empty table)."""
+        t = self.query_one("#ov-apis", VirtualTable)
+        if isinstance(t.model, RowsModel) and 0 <= t.cursor < len(t.model):
+            return t.model.rows[t.cursor].key
+        return None
+
+    @on(VirtualTable.Highlighted, "#ov-apis")
+    def _api_highlighted(self) -> None:
+        self._draw_hist()
+
+    @on(VirtualTable.HeaderClicked)
+    def _sort(self, event: VirtualTable.HeaderClicked) -> None:
+        sort_on_header(event, ascending_first=("key",))
+
+    def _draw_hist(self) -> None:
+        from textual_plotext import PlotextPlot
+
+        api = self.selected_api()
+        snap = self.snapshot
+        counts = snap.histograms.get(api) if api else None
+        plot = self.query_one("#ov-hist", PlotextPlot)
+        plt = plot.plt
+        plt.clear_data()
+        plt.clear_figure()
+        self.query_one("#ov-hist-title", Label).update(
+            f"Latency histogram: {api or '-'} (paired exchanges)")
+        if counts:
+            nz = [i for i, c in enumerate(counts) if c]
+            lo, hi = max(0, nz[0] - 1), min(len(counts), nz[-1] + 2)
+            labels = [_edge(HIST_EDGES_NS[i]) for i in range(lo, hi)]
+            xs = list(range(len(labels)))
+            # numeric positions and explicit ticks: string categories make plotext's tick
+            # layout depend on set order (hash seed), i.e. change from run to run
+            plt.bar(xs, list(counts[lo:hi]), width=0.8)
+            step = max(1, len(xs) // 8)
+            plt.xticks(xs[::step], labels[::step])
+            plt.xlabel("latency ≥")
+        plt.title("")
+        plot.refresh()
+
+    def action_open_api(self) -> None:
+        api = self.selected_api()
+        if api:
+            self.app.jump_to_exchanges(Filter(apis=(api,)))
+
+    @on(VirtualTable.Selected, "#ov-apis")
+    def _api_selected(self) -> None:
+        self.action_open_api()
+
+
+def _edge(ns: int) -> str:
+    if ns < 1_000_000:
+        return f"{ns / 1000:.0f}µs"
+    if ns < 1_000_000_000:
+        return f"{ns / 1e6:.3g}ms"
+    return f"{ns / 1e9:.3g}s"
