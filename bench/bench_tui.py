@@ -219,8 +219,9 @@ def child_store(capture: str) -> dict:
 
 
 def child_scale(capture: str, rows: int) -> dict:
+    from kafkasniff.output.filters import Filter
     from kafkasniff.tui.models import ExchangeModel
-    from kafkasniff.tui.store import Filter, SummaryChunk
+    from kafkasniff.tui.store import SummaryChunk
 
     src, store = _load_store(capture, trace=False)
     base_n = len(store)
@@ -264,9 +265,10 @@ def _app_over_store(store) -> dict:
     """The app over a store of many rows: key presses (down, page down, end) and a filter."""
     from textual import events
 
+    from kafkasniff.output.filters import Filter
     from kafkasniff.tui.app import KafkaSniffApp
     from kafkasniff.tui.source import DataSource, Progress, SourceUpdate
-    from kafkasniff.tui.store import Filter, SummaryChunk
+    from kafkasniff.tui.store import SummaryChunk
     from kafkasniff.tui.widgets import VirtualTable
 
     class StoreSource(DataSource):

@@ -24,15 +24,25 @@ from textual.binding import Binding
 from textual.message import Message
 from textual.widgets import Footer, Static, TabbedContent, TabPane
 
+from kafkasniff.output.filters import Filter
 from kafkasniff.tui.aggregates import Snapshot
 from kafkasniff.tui.detail import Detail
-from kafkasniff.tui.models import (CLIENT_COLUMNS, CLIENT_SORT, CONN_COLUMNS, CONN_SORT,
-                                   TOPIC_COLUMNS, TOPIC_SORT, client_cells, conn_cells,
-                                   fmt_count, topic_cells)
+from kafkasniff.tui.models import (
+    CLIENT_COLUMNS,
+    CLIENT_SORT,
+    CONN_COLUMNS,
+    CONN_SORT,
+    TOPIC_COLUMNS,
+    TOPIC_SORT,
+    client_cells,
+    conn_cells,
+    fmt_count,
+    topic_cells,
+)
 from kafkasniff.tui.panes import ExchangesPane, IssuesPane, OverviewPane, TablePane
 from kafkasniff.tui.screens import HelpScreen, SaveScreen
 from kafkasniff.tui.source import DataSource, Progress
-from kafkasniff.tui.store import Filter, RowInfo, SummaryStore
+from kafkasniff.tui.store import RowInfo, SummaryStore
 
 #: GIL switch interval while the app runs (seconds; CPython's default is 0.005).
 SWITCH_INTERVAL_S = 0.001

@@ -10,9 +10,10 @@ import time as _time
 from array import array
 from typing import Sequence
 
+from kafkasniff.output.filters import STATUSES
 from kafkasniff.output.render import format_ms
 from kafkasniff.tui.aggregates import ClientRow, ConnRow, StatRow, TopicRow
-from kafkasniff.tui.store import STATUSES, SummaryStore
+from kafkasniff.tui.store import SummaryStore
 from kafkasniff.tui.widgets import Column
 
 STATUS_SHORT = {"paired": "ok", "no_response_expected": "no-resp", "unanswered": "unanswered",

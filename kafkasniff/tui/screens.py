@@ -27,12 +27,12 @@ from textual.widgets import (
 from textual.widgets.option_list import Option
 
 from kafkasniff.content.sasl import Redacted
+from kafkasniff.output.filters import STATUSES, Filter
 from kafkasniff.output.render import batch_to_dict, records_summary_line
 from kafkasniff.output.values import describe_bytes, short
 from kafkasniff.protocol.primitives import RawRecords
 from kafkasniff.tui.detail import Detail, parent_path
 from kafkasniff.tui.models import api_label, fmt_date_time, fmt_ms
-from kafkasniff.tui.store import STATUSES, Filter
 from kafkasniff.tui.widgets import HexView
 
 if TYPE_CHECKING:

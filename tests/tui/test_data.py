@@ -4,7 +4,6 @@ on-demand decode (same fields as the pipeline), and the command."""
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 import threading
@@ -15,10 +14,11 @@ import pytest
 from click.testing import CliRunner
 
 from kafkasniff.model import Exchange
+from kafkasniff.output.filters import Filter
 from kafkasniff.output.render import exchange_to_dict
 from kafkasniff.pipeline import PipelineOptions
 from kafkasniff.tui.source import FileSource, Progress, ThreadedSource
-from kafkasniff.tui.store import Filter, SummaryBuilder, SummaryStore, sort_rows
+from kafkasniff.tui.store import SummaryBuilder, SummaryStore, sort_rows
 from tests.conftest import CAPTURES, decode_capture
 
 from .conftest import ERR, load_store, wait_for

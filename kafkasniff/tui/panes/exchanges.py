@@ -16,9 +16,10 @@ from textual.binding import Binding
 from textual.containers import Vertical
 from textual.widgets import Input, Static
 
+from kafkasniff.output.filters import Filter
 from kafkasniff.tui.models import EXCHANGE_COLUMNS, ExchangeModel
 from kafkasniff.tui.screens import ChoiceScreen, DetailScreen, FilterScreen
-from kafkasniff.tui.store import SORT_KEYS, Filter, SummaryStore
+from kafkasniff.tui.store import SORT_KEYS, SummaryStore
 from kafkasniff.tui.widgets import VirtualTable
 
 

@@ -14,11 +14,19 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Label, Sparkline, Static
 
+from kafkasniff.output.filters import Filter
 from kafkasniff.tui.aggregates import HIST_EDGES_NS, Snapshot
-from kafkasniff.tui.models import (STAT_SORT, RowsModel, fmt_bytes, fmt_count, fmt_ms,
-                                   fmt_rate, stat_cells, stat_columns)
+from kafkasniff.tui.models import (
+    STAT_SORT,
+    RowsModel,
+    fmt_bytes,
+    fmt_count,
+    fmt_ms,
+    fmt_rate,
+    stat_cells,
+    stat_columns,
+)
 from kafkasniff.tui.panes.tables import set_rows, sort_on_header
-from kafkasniff.tui.store import Filter
 from kafkasniff.tui.widgets import VirtualTable
 
 
