@@ -7,6 +7,7 @@ Usage (no root needed, nothing is sent on a network)::
     .venv/bin/python captures/craft_captures.py crafted_sasl    # some of them
     .venv/bin/python captures/craft_captures.py --list
     .venv/bin/python captures/craft_captures.py --check         # tshark / tcpdump read-back
+    .venv/bin/python captures/craft_captures.py --out /tmp/caps # elsewhere
 
 Each capture is a set of complete TCP conversations (3-way handshake, data segments with
 consistent seq/ack numbers and ACKs, FIN/ACK close) as Ethernet/IPv4/TCP frames in a
@@ -40,6 +41,10 @@ Captures:
   without content size); port 9092.
 * ``crafted_kafka07``: the Kafka 0.7 wire format (PRODUCE, FETCH, MULTIFETCH, MULTIPRODUCE,
   OFFSETS; no correlation ids, no api versions); port 9092.
+* ``crafted_throttle``: quota throttling: Produce v7/v9 and Fetch v11/v12 responses with
+  non-zero ``throttle_time_ms`` (and some with 0), KIP-219 timing; port 9092.
+
+``--out DIR`` writes the files into ``DIR`` instead of ``captures/``.
 """
 
 from __future__ import annotations
@@ -490,8 +495,12 @@ class Capture:
     def exchange(self, label: str, api_key: int, version: int, client_id: str | None,
                  body: bytes, response_body: bytes | None, *, req_hv: int, resp_hv: int,
                  summary: dict[str, Any] | None = None, latency_ns: int = 800_000,
-                 corr: int | None = None) -> dict[str, Any]:
-        """Send one request (and its response unless ``response_body`` is None)."""
+                 corr: int | None = None, throttle_time_ms: int | None = None
+                 ) -> dict[str, Any]:
+        """Send one request (and its response unless ``response_body`` is None).
+
+        ``throttle_time_ms``: when given, recorded as the response's ``throttle_time_ms``
+        in the truth (the caller encoded the same value in ``response_body``)."""
         conn = self.conns[label]
         corr = self.next_corr(label) if corr is None else corr
         req = size_prefixed(request_header(api_key, version, corr, client_id, req_hv) + body)
@@ -510,6 +519,8 @@ class Capture:
             conn.send(False, resp, gap_ns=latency_ns)
             entry["response"] = {"response_frame_bytes": len(resp),
                                  "response_ts_ns": self.clock.t}
+            if throttle_time_ms is not None:
+                entry["response"]["throttle_time_ms"] = throttle_time_ms
         if summary:
             entry["content"] = summary
         self.truth["requests"].append(entry)
@@ -519,13 +530,14 @@ class Capture:
         self.truth["secrets"].append({"kind": kind, "where": where, "hex": value.hex(),
                                       "text": text_or_none(value)})
 
-    def finish(self) -> tuple[Path, Path]:
+    def finish(self, out_dir: Path = CAPTURES) -> tuple[Path, Path]:
+        """Write ``out_dir/NAME.pcap`` and ``out_dir/NAME.truth.json``; return both paths."""
         self.truth["connections"] = self.conn_info
-        path = CAPTURES / f"{self.name}.pcap"
+        path = out_dir / f"{self.name}.pcap"
         self.pcap.write(path)
         self.truth["pcap_packets"] = len(self.pcap.frames)
         self.truth["pcap_bytes"] = path.stat().st_size
-        tpath = CAPTURES / f"{self.name}.truth.json"
+        tpath = out_dir / f"{self.name}.truth.json"
         tpath.write_text(dump_truth(self.truth))
         return path, tpath
 
@@ -603,23 +615,28 @@ def sasl_authenticate(cap: Capture, label: str, client_id: str, auth: bytes,
         "session_lifetime_ms": session_lifetime_ms, "note": note})
 
 
-def metadata_v9(cap: Capture, label: str, client_id: str, topic: str) -> None:
+def metadata_v9(cap: Capture, label: str, client_id: str, topic: str, *,
+                partitions: int = 1, throttle_time_ms: int | None = None) -> None:
+    """Metadata v9 for ``topic`` (``partitions`` partitions, all led by broker 1, leader
+    epoch 5); ``throttle_time_ms`` (None: 0, not recorded in the truth)."""
     req = compact_array([compact_string(topic) + tagged()]) + boolean(False) \
         + boolean(False) + boolean(False) + tagged()
     broker = i32(1) + compact_string("broker1.kafka.test") + i32(BROKER_PORT) \
         + compact_string(None) + tagged()
-    part = i16(0) + i32(0) + i32(1) + i32(5) + compact_array([i32(1)]) \
-        + compact_array([i32(1)]) + compact_array([]) + tagged()
-    tp = i16(0) + compact_string(topic) + boolean(False) + compact_array([part]) \
+    parts = [i16(0) + i32(p) + i32(1) + i32(5) + compact_array([i32(1)])
+             + compact_array([i32(1)]) + compact_array([]) + tagged() for p in range(partitions)]
+    tp = i16(0) + compact_string(topic) + boolean(False) + compact_array(parts) \
         + i32(-2147483648) + tagged()
-    resp = i32(0) + compact_array([broker]) + compact_string("crafted-cluster-0001") \
-        + i32(1) + compact_array([tp]) + i32(-2147483648) + tagged()
+    resp = i32(throttle_time_ms or 0) + compact_array([broker]) \
+        + compact_string("crafted-cluster-0001") + i32(1) + compact_array([tp]) \
+        + i32(-2147483648) + tagged()
     cap.exchange(label, 3, 9, client_id, req, resp, req_hv=2, resp_hv=1, summary={
         "topics": [topic], "allow_auto_topic_creation": False,
         "response_brokers": [[1, "broker1.kafka.test", BROKER_PORT, None]],
         "response_cluster_id": "crafted-cluster-0001", "response_controller_id": 1,
         "response_topics": [{"name": topic, "partitions": [
-            {"partition": 0, "leader": 1, "leader_epoch": 5, "replicas": [1], "isr": [1]}]}]})
+            {"partition": p, "leader": 1, "leader_epoch": 5, "replicas": [1], "isr": [1]}
+            for p in range(partitions)]}]}, throttle_time_ms=throttle_time_ms)
 
 
 def scram_exchange(user: str, password: str, client_nonce: str, server_nonce: str,
@@ -943,8 +960,10 @@ def produce_request(version: int, transactional_id: str | None, acks: int,
 
 
 def produce_response(version: int, topics: list[tuple[str, list[tuple[int, int]]]],
-                     log_append_time: int = -1) -> bytes:
-    """``topics``: (name, [(partition, base_offset)]), all error 0."""
+                     log_append_time: int = -1, *, throttle_time_ms: int = 0) -> bytes:
+    """``topics``: (name, [(partition, base_offset)]), all error 0; ``log_append_time`` ms
+    (-1: CreateTime topic); ``throttle_time_ms`` (v1+) the quota delay the broker reports."""
+    assert version >= 1 or throttle_time_ms == 0
     flex = version >= 9
 
     def part(p: int, base: int) -> bytes:
@@ -963,15 +982,19 @@ def produce_response(version: int, topics: list[tuple[str, list[tuple[int, int]]
     if flex:
         body = compact_array([compact_string(t) + compact_array([part(p, o) for p, o in ps])
                               + tagged() for t, ps in topics])
-        return body + i32(0) + tagged()
+        return body + i32(throttle_time_ms) + tagged()
     body = array([string(t) + array([part(p, o) for p, o in ps]) for t, ps in topics])
-    return body + (i32(0) if version >= 1 else b"")
+    return body + (i32(throttle_time_ms) if version >= 1 else b"")
 
 
 def fetch_request(version: int, topics: list[tuple[str, list[tuple[int, int]]]], *,
                   isolation: int = 0, max_wait: int = 500) -> bytes:
-    """``topics``: (name, [(partition, fetch_offset)]); non-flexible versions only."""
-    assert version < 12
+    """``topics``: (name, [(partition, fetch_offset)]); ``max_wait`` ms. Versions 0-12
+    (v12 is flexible; v13+ name topics by id)."""
+    assert version <= 12
+    flex = version >= 12
+    arr, st = (compact_array, compact_string) if flex else (array, string)
+    tags = tagged() if flex else b""
     body = i32(-1) + i32(max_wait) + i32(1)
     if version >= 3:
         body += i32(52428800)
@@ -983,26 +1006,33 @@ def fetch_request(version: int, topics: list[tuple[str, list[tuple[int, int]]]],
     def part(p: int, off: int) -> bytes:
         b = i32(p)
         if version >= 9:
-            b += i32(-1)
+            b += i32(-1)  # current leader epoch
         b += i64(off)
+        if version >= 12:
+            b += i32(-1)  # last fetched epoch
         if version >= 5:
-            b += i64(-1)
-        return b + i32(1048576)
+            b += i64(-1)  # log start offset (followers only)
+        return b + i32(1048576) + tags
 
-    body += array([string(t) + array([part(p, o) for p, o in ps]) for t, ps in topics])
+    body += arr([st(t) + arr([part(p, o) for p, o in ps]) + tags for t, ps in topics])
     if version >= 7:
-        body += array([])
+        body += arr([])  # forgotten topics
     if version >= 11:
-        body += string("")
-    return body
+        body += st("")  # rack id
+    return body + tags
 
 
 def fetch_response(version: int,
-                   topics: list[tuple[str, list[dict[str, Any]]]]) -> bytes:
+                   topics: list[tuple[str, list[dict[str, Any]]]], *,
+                   throttle_time_ms: int = 0) -> bytes:
     """Partitions: dicts with partition, high_watermark, last_stable_offset,
-    aborted (list of (producer_id, first_offset)) and records (bytes)."""
-    assert version < 12
-    body = i32(0) if version >= 1 else b""
+    aborted (list of (producer_id, first_offset)) and records (bytes). Versions 0-12 (v12
+    flexible, no tagged partition fields); ``throttle_time_ms`` (v1+) the quota delay."""
+    assert version <= 12 and (version >= 1 or throttle_time_ms == 0)
+    flex = version >= 12
+    arr, st = (compact_array, compact_string) if flex else (array, string)
+    tags = tagged() if flex else b""
+    body = i32(throttle_time_ms) if version >= 1 else b""
     if version >= 7:
         body += i16(0) + i32(0)
 
@@ -1014,13 +1044,13 @@ def fetch_response(version: int,
             b += i64(0)
         if version >= 4:
             aborted = d.get("aborted")
-            b += array(None if aborted is None else
-                       [i64(pid) + i64(first) for pid, first in aborted])
+            b += arr(None if aborted is None else
+                     [i64(pid) + i64(first) + tags for pid, first in aborted])
         if version >= 11:
-            b += i32(-1)
-        return b + kbytes(d["records"])
+            b += i32(-1)  # preferred read replica
+        return b + (compact_bytes(d["records"]) if flex else kbytes(d["records"])) + tags
 
-    return body + array([string(t) + array([part(d) for d in ps]) for t, ps in topics])
+    return body + arr([st(t) + arr([part(d) for d in ps]) + tags for t, ps in topics]) + tags
 
 
 def build_crafted_records() -> Capture:
@@ -1595,6 +1625,126 @@ def build_crafted_kafka07() -> Capture:
     return cap
 
 
+# =========================================================================== crafted_throttle
+
+
+def build_crafted_throttle() -> Capture:
+    cap = Capture("crafted_throttle",
+                  "Crafted quota throttling on port 9092, one connection T of one client "
+                  "(client_id crafted-throttled-client): ApiVersions v3 and Metadata v9 "
+                  "(throttle 0), five Produce requests of one record batch each (v7 "
+                  "non-flexible, then v9 flexible) answered with throttle_time_ms 0, 120, "
+                  "250, 0 and 1000, then Fetch v11 (throttle 80), Fetch v12 (flexible, "
+                  "throttle 300) and an empty long-poll Fetch v12 (throttle 0, answered after "
+                  "its 500 ms MaxWaitMs). As with KIP-219 brokers, every throttled response "
+                  "is sent at once and the client sends its next request only after the "
+                  "throttle time.",
+                  start_offset_s=10800)
+    label, cid, topic = "T", "crafted-throttled-client", "crafted-quota"
+    cap.truth["topics"] = {topic: 2}
+    t0 = BASE_TS_MS + 10_800_000
+    batches_truth: list[dict[str, Any]] = []
+    cap.truth["batches"] = batches_truth
+    cap.connect(label, 50201, "client under a quota: ApiVersions v3, Metadata v9, Produce v7/v9, "
+                              "Fetch v11/v12")
+
+    def wait_out(throttle_ms: int) -> None:
+        """The client's back-off (KIP-219): nothing is sent on the connection until the
+        throttle time after the response has passed."""
+        cap.clock.tick(throttle_ms * 1_000_000)
+
+    def add_records(carried: dict[str, Any], partition: int, base_offset: int,
+                    items: list[dict[str, Any]], info: dict[str, Any]) -> None:
+        for it in items:
+            cap.truth["records"].append(record_truth(
+                carried, topic, partition, base_offset + it["offset_delta"], it["key"],
+                it["value"], it["headers"], it["timestamp_ms"], "CreateTime", 2, "none",
+                codec_variant="none", offset_delta=it["offset_delta"],
+                batch={"base_offset": info["base_offset"], "crc_ok": True,
+                       "record_count": info["record_count"]}))
+        batches_truth.append({"carried_in": carried, "topic": topic, "partition": partition,
+                              **info})
+
+    cap.exchange(label, 18, 3, cid, api_versions_v3_request("crafted-client", "1.0.0"),
+                 api_versions_response(3), req_hv=2, resp_hv=0,
+                 summary=api_versions_summary(3), throttle_time_ms=0)
+    metadata_v9(cap, label, cid, topic, partitions=2, throttle_time_ms=0)
+
+    # ------------------------------------------------------------------ Produce v7 / v9
+    log: dict[int, list[tuple[int, list[dict[str, Any]]]]] = {0: [], 1: []}  # base, items
+    produces = [(7, 0, 0), (7, 0, 120), (9, 1, 250), (9, 1, 0), (9, 0, 1000)]
+    for n, (version, p, throttle) in enumerate(produces):
+        corr = cap.next_corr(label)
+        carried = {"connection": label, "api_name": "Produce", "api_version": version,
+                   "correlation_id": corr, "direction": "request"}
+        items = [rec(i, t0 + 100 * n + i, f"quota-{n}-{i}".encode(),
+                     f"produce {n} under a quota, record {i}".encode(),
+                     [("produce", str(n).encode())]) for i in range(2)]
+        base = sum(len(x) for _, x in log[p])
+        data, info = record_batch(0, items)  # the client writes base offset 0
+        add_records(carried, p, base, items, info)
+        log[p].append((base, items))
+        flex = version >= 9
+        cap.exchange(label, 0, version, cid,
+                     produce_request(version, None, -1, [(topic, [(p, data)])]),
+                     produce_response(version, [(topic, [(p, base)])], throttle_time_ms=throttle),
+                     req_hv=2 if flex else 1, resp_hv=1 if flex else 0, corr=corr,
+                     throttle_time_ms=throttle,
+                     summary={"acks": -1, "timeout_ms": 30000, "partition": p,
+                              "record_count": len(items), "response_base_offsets": {str(p): base},
+                              "response_throttle_time_ms": throttle})
+        wait_out(throttle)
+
+    # ------------------------------------------------------------------ Fetch v11 / v12
+    # (version, partition, fetch offset, throttle, latency): the last one finds no new
+    # record and is answered when its MaxWaitMs (500 ms) expires
+    fetches = [(11, 0, 0, 80, 800_000), (12, 1, 0, 300, 800_000), (12, 0, 6, 0, 500_000_000)]
+    for version, p, offset, throttle, latency in fetches:
+        corr = cap.next_corr(label)
+        carried = {"connection": label, "api_name": "Fetch", "api_version": version,
+                   "correlation_id": corr, "direction": "response"}
+        hwm = sum(len(x) for _, x in log[p])
+        records = b""
+        for base, items in log[p]:
+            if base >= offset:
+                data, info = record_batch(base, items)  # as the broker stores it
+                records += data
+                add_records(carried, p, base, items, info)
+        flex = version >= 12
+        cap.exchange(label, 1, version, cid, fetch_request(version, [(topic, [(p, offset)])]),
+                     fetch_response(version, [(topic, [{"partition": p, "high_watermark": hwm,
+                                                        "aborted": None, "records": records}])],
+                                    throttle_time_ms=throttle),
+                     req_hv=2 if flex else 1, resp_hv=1 if flex else 0, corr=corr,
+                     latency_ns=latency, throttle_time_ms=throttle,
+                     summary={"max_wait_ms": 500, "fetch_offsets": {str(p): offset},
+                              "high_watermarks": {str(p): hwm},
+                              "record_count": sum(len(x) for b, x in log[p] if b >= offset),
+                              "response_throttle_time_ms": throttle})
+        wait_out(throttle)
+    cap.close(label)
+
+    cap.truth["notes"] += [
+        "Every response's throttle time is requests[].response.throttle_time_ms (also "
+        "content.response_throttle_time_ms for Produce and Fetch): ApiVersions 0, Metadata 0, "
+        "Produce 0, 120, 250, 0, 1000, Fetch 80, 300, 0 ms. Throttled exchanges (throttle > 0): "
+        "Produce 3 of 5 (total 1370 ms, max 1000), Fetch 2 of 3 (total 380 ms, max 300), 5 in "
+        "all (1750 ms).",
+        "KIP-219 (Produce v6+, Fetch v8+): the broker answers a request over quota at once "
+        "with the throttle time and then mutes the connection for that long; the client also "
+        "waits it out. Here each response comes 0.8 ms after its request (the empty Fetch: "
+        "500 ms, its MaxWaitMs) and the client's next request follows throttle_time_ms later, "
+        "so latencies do not contain the throttle time.",
+        "records: the records of each Produce request (offset = response base_offset + "
+        "offset_delta) and of each Fetch response (the same batches as the broker stores "
+        "them, base offset absolute); every batch uncompressed, magic 2, CreateTime.",
+        "Header versions: Produce v7 and Fetch v11 request header v1 / response header v0; "
+        "Produce v9 and Fetch v12 (flexible) request header v2 / response header v1; "
+        "ApiVersions v3 request header v2 / response header v0 (KIP-511).",
+    ]
+    return cap
+
+
 # =========================================================================== main / check
 
 
@@ -1602,13 +1752,14 @@ BUILDERS: dict[str, Callable[[], Capture]] = {
     "crafted_sasl": build_crafted_sasl,
     "crafted_records": build_crafted_records,
     "crafted_kafka07": build_crafted_kafka07,
+    "crafted_throttle": build_crafted_throttle,
 }
 
 
-def check(name: str) -> dict[str, Any]:
+def check(name: str, out_dir: Path = CAPTURES) -> dict[str, Any]:
     """Read back with tcpdump (and tshark's Kafka dissector for 0.8+ captures)."""
-    pcap = CAPTURES / f"{name}.pcap"
-    truth = json.loads((CAPTURES / f"{name}.truth.json").read_text())
+    pcap = out_dir / f"{name}.pcap"
+    truth = json.loads((out_dir / f"{name}.truth.json").read_text())
     summary: dict[str, Any] = {"pcap_bytes": pcap.stat().st_size}
     if shutil.which("tcpdump"):
         r = subprocess.run(["tcpdump", "-r", str(pcap), "-n", "-nn"], capture_output=True,
@@ -1654,7 +1805,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("captures", nargs="*", help="capture names (default: all)")
     parser.add_argument("--list", action="store_true")
     parser.add_argument("--check", action="store_true", help="only read back existing files")
+    parser.add_argument("--out", type=Path, default=CAPTURES, metavar="DIR",
+                        help="directory the captures are written to / read back from "
+                             "(default: captures/; created if missing)")
     args = parser.parse_args(argv)
+    out_dir: Path = args.out.resolve()
     if args.list:
         print("\n".join(BUILDERS))
         return 0
@@ -1663,9 +1818,10 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unknown capture(s): {', '.join(unknown)}")
     for name in args.captures or list(BUILDERS):
         if not args.check:
-            pcap, truth = BUILDERS[name]().finish()
-            print(f"{name}: wrote {pcap.name} ({pcap.stat().st_size} bytes), {truth.name}")
-        print(name, json.dumps(check(name)))
+            out_dir.mkdir(parents=True, exist_ok=True)
+            pcap, truth = BUILDERS[name]().finish(out_dir)
+            print(f"{name}: wrote {pcap} ({pcap.stat().st_size} bytes), {truth.name}")
+        print(name, json.dumps(check(name, out_dir)))
     return 0
 
 

@@ -1,9 +1,13 @@
-"""Captures that are not plain client traffic: TLS, crafted SASL, crafted Kafka 0.7."""
+"""Captures that are not plain client traffic: TLS, crafted SASL, crafted Kafka 0.7, crafted
+throttling."""
 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from collections import Counter
+from pathlib import Path
 
 from tests.conftest import CAPTURES, decode_capture
 
@@ -101,3 +105,56 @@ def test_crafted_kafka07():
     want = {m["payload_hex"] for m in t["messages"] if m.get("payload_hex")}
     assert want <= payloads
     assert not [i for _, i in d.all_issues()]
+
+
+def _kafkasniff(*args: str) -> str:
+    """stdout of the installed ``kafkasniff`` command run as a subprocess (exit code 0)."""
+    exe = Path(sys.executable).with_name("kafkasniff")
+    argv = [str(exe)] if exe.exists() else [sys.executable, "-m", "kafkasniff.cli"]
+    res = subprocess.run(argv + list(args), capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    return res.stdout
+
+
+THROTTLE_KEYS = ("count", "throttled", "throttle_total_ms", "throttle_max_ms")
+
+
+def _throttle_from_truth(requests: list[dict]) -> dict[str | None, dict[str, int]]:
+    """Per API name (``None``: all APIs): exchanges, throttled exchanges (throttle_time_ms
+    > 0), total and max throttle_time_ms (ms), from the truth's responses."""
+    out: dict[str | None, dict[str, int]] = {}
+    for r in requests:
+        ms = r["response"]["throttle_time_ms"]
+        for key in (r["api_name"], None):
+            w = out.setdefault(key, dict.fromkeys(THROTTLE_KEYS, 0))
+            w["count"] += 1
+            w["throttled"] += ms > 0
+            w["throttle_total_ms"] += ms
+            w["throttle_max_ms"] = max(w["throttle_max_ms"], ms)
+    return out
+
+
+def test_crafted_throttle_stats_and_read_json():
+    """Throttle times flow from the responses through ``stats --json`` (per API and in
+    total) and ``read --json`` (per exchange): every value equals what the truth put in."""
+    t = truth("crafted_throttle")
+    pcap = str(CAPTURES / "crafted_throttle.pcap")
+    assert all(r["response"] is not None for r in t["requests"])
+    want = _throttle_from_truth(t["requests"])
+    # the capture holds throttled and unthrottled Produce and Fetch exchanges
+    assert want["Produce"]["throttled"] >= 2 and want["Fetch"]["throttled"] >= 2
+    assert 0 < want[None]["throttled"] < want[None]["count"]
+
+    rep = json.loads(_kafkasniff("stats", "--json", pcap))
+    got = {api: {k: row[k] for k in THROTTLE_KEYS} for api, row in rep["apis"].items()}
+    got[None] = {k: rep["total"][k] for k in THROTTLE_KEYS}
+    assert got == want
+
+    lines = [json.loads(line) for line in _kafkasniff("read", "--json", pcap).splitlines()]
+    exchanges = [d for d in lines if d["type"] == "exchange"]
+    assert len(exchanges) == len(lines) == len(t["requests"])
+    got_ex = {(int(d["connection"]["client"].rsplit(":", 1)[1]), d["api_key"], d["api_version"],
+               d["correlation_id"]): (d["status"], d["throttle_time_ms"]) for d in exchanges}
+    want_ex = {(r["client_port"], r["api_key"], r["api_version"], r["correlation_id"]):
+               ("paired", r["response"]["throttle_time_ms"]) for r in t["requests"]}
+    assert got_ex == want_ex
