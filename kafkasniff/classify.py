@@ -126,8 +126,9 @@ class FirstBytes:
     # ------------------------------------------------------------------ input
     def on_data(self, direction: int, offset: int, data: bytes) -> Verdict | None:
         """In-order bytes of ``direction`` at stream ``offset``; the verdict, or ``None``."""
-        if offset == self.sizes[direction] and self.sizes[direction] < DETECT_WINDOW_BYTES:
-            self.data[direction] += data
+        first = self.data[direction]
+        if offset == len(first) < DETECT_WINDOW_BYTES:   # contiguous from offset 0 only
+            first += data
         self.sizes[direction] += len(data)
         return self._decide(False)
 

@@ -242,6 +242,8 @@ class ContentDecoder:
         body, issues = legacy07.decode_response_07(
             request_type, payload, request_body,
             max_uncompressed_bytes=self.max_uncompressed_bytes)
+        if "error_code" not in body:        # shorter than its error_code
+            return self._frame_07({}, None, issues, payload, request_type)
         return self._frame_07({"error_code": body["error_code"]}, body, issues, payload,
                               request_type)
 

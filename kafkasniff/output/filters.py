@@ -38,10 +38,15 @@ def pattern_matcher(pattern: str) -> Callable[[str | None], bool]:
 
 
 def api_names_and_keys(apis: tuple[str, ...]) -> tuple[set[str], set[int]]:
-    """``(lower-case API names, api_keys)`` of an ``apis`` criterion: numbers (``"0"``,
+    """``(lower-case API names, api_keys)`` of an ``apis`` criterion: integers (``"0"``,
     ``"-2"``) are api_keys, anything else a name."""
-    return ({a.lower() for a in apis},
-            {int(a) for a in apis if a.lstrip("-").isdigit()})
+    keys = set()
+    for a in apis:
+        try:
+            keys.add(int(a))
+        except ValueError:
+            pass
+    return {a.lower() for a in apis}, keys
 
 
 @dataclass(frozen=True)

@@ -249,17 +249,15 @@ class Kafka07Connection(PairingConnection):
         return [self._pair(p, frame)]
 
     def _pair(self, p: _Pending07, frame: Frame) -> Exchange:
-        payload = frame.payload
         rdir = 1 - self.client_dir
-        if len(payload) < 2:
+        d = self.ctx.content.decode_response_07(frame.payload, p.rtype, p.body)
+        msg = self._message(frame, d, rdir)
+        if d.body is None:
             issues = [self.issue(IssueKind.HEADER_DECODE_ERROR,
                                  f"0.7 response frame of {frame.size} bytes has no room for an "
                                  f"error_code", ts_ns=frame.first_ts_ns, direction=rdir,
                                  stream_offset=frame.stream_offset, api_key=p.rtype)]
-            msg = self._message(frame, DecodedFrame({}, None, b"", False, 2, []), rdir)
             return self._answered(p, msg, ExchangeStatus.PAIRED, (), issues)
-        d = self.ctx.content.decode_response_07(payload, p.rtype, p.body)
-        msg = self._message(frame, d, rdir)
         issues = self._body_issues(d.issues, frame, rdir, None, p.rtype, None)
         return self._answered(p, msg, ExchangeStatus.PAIRED, response_errors(d.body), issues)
 
