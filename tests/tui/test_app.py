@@ -7,11 +7,18 @@ import json
 import pytest
 from textual.widgets import Input, OptionList, TabbedContent, Tree
 
-from kafkasniff.tui.app import (HELP_DETAIL, HELP_EXCHANGES, HELP_GLOBAL, HELP_OTHER,
-                                HELP_TABLE, KafkaSniffApp)
+from kafkasniff.tui.app import (
+    HELP_DETAIL,
+    HELP_EXCHANGES,
+    HELP_GLOBAL,
+    HELP_OTHER,
+    HELP_TABLE,
+    KafkaSniffApp,
+)
 from kafkasniff.tui.panes import ExchangesPane, IssuesPane, OverviewPane
 from kafkasniff.tui.screens import DetailScreen, HelpScreen, SaveScreen
 from kafkasniff.tui.widgets import HexView, VirtualTable
+from tests.conftest import CAPTURES
 
 from .conftest import COMPRESSION, ERR, make_app, screen_text, wait_for, wait_loaded
 
@@ -301,8 +308,9 @@ async def test_saved_json_is_read_json_records(tmp_path):
 
 async def test_save_as_parquet(tmp_path):
     try:
-        from kafkasniff.export.writer import ExportSink  # noqa: F401
         import pyarrow.parquet as pq
+
+        from kafkasniff.export.writer import ExportSink  # noqa: F401
     except Exception as exc:  # noqa: BLE001
         pytest.skip(f"kafkasniff.export not available: {exc}")
     app = make_app(ERR, tmp_path)
@@ -455,3 +463,25 @@ async def test_a_failing_decode_is_reported_not_fatal(tmp_path):
         assert "ValueError: bad frame" in screen_text(app)
         await pilot.press("escape")
         assert app.is_running and len(app.store) == 115
+
+
+async def test_throttled_capture_counts_in_the_overview():
+    """Throttle counts reach the TUI (a mutation probe found nothing checked them): the
+    Overview's totals and its per-API table show what the capture's truth says (a crafted
+    capture with throttle_time_ms values; no committed client capture is throttled)."""
+    truth = json.loads((CAPTURES / "crafted_throttle.truth.json").read_text())
+    per_api: dict = {}
+    for r in truth["requests"]:
+        thr = (r.get("response") or {}).get("throttle_time_ms") or 0
+        n, total = per_api.get(r["api_name"], (0, 0))
+        per_api[r["api_name"]] = (n + (thr > 0), total + thr)
+    app = make_app(CAPTURES / "crafted_throttle.pcap")
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_loaded(pilot)
+        text = await show(pilot, "1")
+        throttled = sum(n for n, _ in per_api.values())
+        assert throttled == 5 and f"throttled {throttled}" in text
+        rows = {row.key: row for row in app.snapshot.apis}
+        for api, (n, total) in per_api.items():
+            assert (rows[api].throttled, rows[api].throttle_total_ms) == (n, total), api
+        assert app.snapshot.total.throttle_total_ms == sum(t for _, t in per_api.values())
