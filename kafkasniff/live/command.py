@@ -160,7 +160,8 @@ def live_command(iface, read_file, bpf, ports, detect, max_frame_bytes, definiti
     if color is None:
         color = sys.stdout.isatty() and not as_json
 
-    from kafkasniff.live.engine import LiveConfig, LiveSession, default_workers
+    from kafkasniff.live.collector import LiveSession
+    from kafkasniff.live.config import LiveConfig, default_workers
 
     n_workers = workers or default_workers()
     batch_bytes = LiveConfig.batch_bytes

@@ -25,6 +25,7 @@ from dataclasses import replace
 from typing import NamedTuple
 
 from kafkasniff.capture.writer import PcapNgWriter, isb_block
+from kafkasniff.live.messages import DetailRequest, TopicIdsLearned
 from kafkasniff.protocol.apis import SASL_AUTHENTICATE, SASL_TOKEN
 
 __all__ = [
@@ -109,7 +110,7 @@ class DecoderSink:
     """Collects a decoder's output between two sends (see the module docstring).
 
     Args:
-        cfg: the :class:`kafkasniff.live.engine.LiveConfig`.
+        cfg: the :class:`kafkasniff.live.config.LiveConfig`.
         pipe: the decoder's ``Pipeline`` (its topic registry is shared knowledge).
         wid: decoder index.
     """
@@ -208,16 +209,18 @@ class DecoderSink:
 
     # ----------------------------------------------------------------- control messages
     def apply_control(self, msgs: list) -> None:
-        """Topic ids learnt by other decoders: remember them and release held exchanges
-        whose ids are all known now. Detail requests: answered in :attr:`replies`."""
+        """Control messages from the collector (:mod:`kafkasniff.live.messages`).
+        :class:`TopicIdsLearned` (by other decoders): remember them and release held
+        exchanges whose ids are all known now. :class:`DetailRequest`: answered in
+        :attr:`replies` as ``(request_id, exchange or None)``. Others are ignored."""
         reg = self.registry
         for msg in msgs:
-            if msg[0] == "detail":
-                self.replies.append((msg[1], self.find(msg[2])))
+            if type(msg) is DetailRequest:
+                self.replies.append((msg.request_id, self.find(msg.key)))
                 continue
-            if msg[0] != "topics":
+            if type(msg) is not TopicIdsLearned:
                 continue
-            for tid, name, ts in msg[1]:
+            for tid, name, ts in msg.learned:
                 old = self.remote.get(tid)
                 if old is None or ts < old[1]:     # the earliest learning counts
                     self.remote[tid] = (name, ts)

@@ -39,7 +39,7 @@ class LiveDataSource(ThreadedSource):
     """Live traffic for :class:`kafkasniff.tui.app.KafkaSniffApp`.
 
     Args:
-        session: a started :class:`kafkasniff.live.engine.LiveSession` (``cfg.tui`` on).
+        session: a started :class:`kafkasniff.live.collector.LiveSession` (``cfg.tui`` on).
         name: what is captured (for the status line).
         show_secrets: secrets are not redacted.
         max_rows: exchanges listed at most (memory bound of the list).
@@ -192,7 +192,7 @@ class LiveDataSource(ThreadedSource):
     # ----------------------------------------------------------------- running the app
     def run(self, on_tick=None):
         """Run the terminal UI until the user quits (or the capture ends and the user
-        quits); returns the final :class:`~kafkasniff.live.engine.Snapshot`. ``on_tick``
+        quits); returns the final :class:`~kafkasniff.live.collector.Snapshot`. ``on_tick``
         (``--duration``, ``-c``) runs with the collector about every 0.1 s."""
         from kafkasniff.tui.app import KafkaSniffApp
 

@@ -8,9 +8,9 @@ import os
 import random
 import struct
 
-from kafkasniff.live.engine import (C_DISPATCHED, C_PACKETS, C_QUEUE_DROPS, N_COUNTERS,
-                                    Dispatcher, LiveConfig, flow_hash, ip_offset, partition,
-                                    merge_stats)
+from kafkasniff.live.collector import merge_stats
+from kafkasniff.live.config import C_DISPATCHED, C_PACKETS, C_QUEUE_DROPS, N_COUNTERS, LiveConfig
+from kafkasniff.live.dispatch import Dispatcher, flow_hash, ip_offset, partition
 from kafkasniff.live.shm import EMPTY, Channel
 
 from tests.capture import builders as b
@@ -150,3 +150,44 @@ def test_merge_stats():
     m = merge_stats([a, {}, c])
     assert m["packets"] == 7 and m["exchanges"] == {"paired": 3, "unanswered": 1}
     assert m["first_ts_ns"] == 2 and m["last_ts_ns"] == 9 and m["skipped"] == {"non_tcp": 1}
+
+
+def _echo(inq, outq, n):
+    for _ in range(n):
+        outq.put(inq.get(timeout=10))
+
+
+def test_messages_are_frozen_and_cross_processes():
+    """Every inter-process message is a frozen, slotted dataclass that a multiprocessing
+    queue carries unchanged (pickled both ways through a child process)."""
+    import dataclasses
+
+    import pytest
+
+    from kafkasniff.live import messages
+
+    samples = [
+        messages.DecoderOutput(1, [("e", "line")], [("id", "orders", 5)], [("c", None)],
+                               {"packets": 3}),
+        messages.DetailReply(7, None), messages.DecoderFed(2),
+        messages.KeptExchanges(0, []), messages.DecoderDone(1, {"packets": 3}),
+        messages.DecoderFailed(0, "ValueError: x", "Traceback ..."),
+        messages.TopicIdsLearned([("id", "orders", 5)]), messages.AllFed(),
+        messages.DetailRequest(7, (1_000_000_001, 4, 123)),
+        messages.CaptureFailed("OSError: y", "Traceback ..."), messages.CaptureIssues([]),
+    ]
+    assert {type(m).__name__ for m in samples} == set(messages.__all__)
+    for msg in samples:
+        assert not hasattr(msg, "__dict__")
+        if dataclasses.fields(msg):
+            with pytest.raises(dataclasses.FrozenInstanceError):
+                setattr(msg, dataclasses.fields(msg)[0].name, None)
+    ctx = mp.get_context("fork")
+    inq, outq = ctx.Queue(), ctx.Queue()
+    p = ctx.Process(target=_echo, args=(inq, outq, len(samples)))
+    p.start()
+    for msg in samples:
+        inq.put(msg)
+    back = [outq.get(timeout=10) for _ in samples]
+    p.join(10)
+    assert [type(m) for m in back] == [type(m) for m in samples] and back == samples

@@ -135,7 +135,8 @@ def test_tui_live_source(tmp_path):
     """The terminal UI over the live engine: rows, dashboards, drops in the status line,
     and the detail of an exchange asked from the decoder that keeps it."""
     from kafkasniff.live.backends import StreamBackend
-    from kafkasniff.live.engine import LiveConfig, LiveSession
+    from kafkasniff.live.collector import LiveSession
+    from kafkasniff.live.config import LiveConfig
     from kafkasniff.live.tui import LiveDataSource
     from kafkasniff.tui.app import KafkaSniffApp
 

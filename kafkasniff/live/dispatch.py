@@ -1,0 +1,238 @@
+"""Routing packets by connection to the decoders (runs in the capture process).
+
+:func:`partition` picks a frame's decoder by a symmetric hash of its flow (both directions
+of a TCP connection go to the same decoder, as the kernel's ``PACKET_FANOUT_HASH`` does for
+the ring and socket backends). :class:`Dispatcher` packs packets into one batch per decoder
+(a ``batch_header`` of kind ``KIND_RECORDS``, then per packet a :data:`packet_record`
+followed by the frame bytes) and hands batches to the bounded shared-memory channels of
+:mod:`kafkasniff.live.shm`, counting queue drops in the shared counters
+(:mod:`kafkasniff.live.config`).
+
+See :mod:`kafkasniff.live` for how the parts fit together.
+"""
+
+from __future__ import annotations
+
+import struct
+import time
+from typing import Any, Callable
+
+from kafkasniff.live.backends import KIND_RECORDS, batch_header
+from kafkasniff.live.config import C_DISPATCHED, C_PACKETS, C_QUEUE_DROPS, LiveConfig
+
+__all__ = [
+    "Dispatcher",
+    "flow_hash",
+    "ip_offset",
+    "packet_record",
+    "partition",
+]
+
+#: the header of each packet in a ``KIND_RECORDS`` batch, followed by ``caplen`` frame
+#: bytes: ``ts_ns`` (capture time, int64 ns since the epoch), ``caplen`` (bytes kept),
+#: ``orig_len`` (bytes on the wire), ``link_type`` (pcap LINKTYPE_*); little-endian
+packet_record = struct.Struct("<qIIi")
+_rec_pack = packet_record.pack
+_u32x2 = struct.Struct("!II").unpack_from
+_u16x2 = struct.Struct("!HH").unpack_from
+_VLAN = (0x8100, 0x88A8, 0x9100)
+
+
+def flow_hash(d, off: int) -> int:
+    """Symmetric hash of the IP addresses and TCP/UDP ports of the packet whose IP header
+    starts at ``off`` in ``d`` (bytes-like) — the same for both directions of a connection;
+    an unsigned 64-bit int, 0 when not IP or truncated. Ports are left out of the hash for
+    IPv4 fragments after the first."""
+    try:
+        v = d[off] >> 4
+        if v == 4:
+            a, b = _u32x2(d, off + 12)
+            h = a ^ b
+            if d[off + 9] in (6, 17) and not (d[off + 6] & 0x1F or d[off + 7]):
+                p, q = _u16x2(d, off + ((d[off] & 0x0F) << 2))
+                h ^= (p ^ q) * 0x9E3779B1
+        elif v == 6:
+            a = int.from_bytes(d[off + 8:off + 24], "big")
+            b = int.from_bytes(d[off + 24:off + 40], "big")
+            h = (a ^ b) ^ ((a ^ b) >> 64)
+            if d[off + 6] in (6, 17):
+                p, q = _u16x2(d, off + 40)
+                h ^= (p ^ q) * 0x9E3779B1
+        else:
+            return 0
+    except (IndexError, struct.error):
+        return 0
+    h &= 0xFFFFFFFFFFFFFFFF
+    h ^= h >> 29
+    h = (h * 0xBF58476D1CE4E5B9) & 0xFFFFFFFFFFFFFFFF
+    return h ^ (h >> 32)
+
+
+def ip_offset(link_type: int, d) -> int:
+    """Offset in bytes of the IP header in frame ``d`` of pcap ``link_type`` (Ethernet with
+    VLAN tags, Linux cooked v1/v2, raw IP, null/loopback); -1: not IP or unknown link."""
+    if link_type == 1:
+        if len(d) < 14:
+            return -1
+        et = d[12] << 8 | d[13]
+        off = 14
+        while et in _VLAN and len(d) >= off + 4:
+            et = d[off + 2] << 8 | d[off + 3]
+            off += 4
+        return off if et in (0x0800, 0x86DD) else -1
+    if link_type == 276:
+        return 20
+    if link_type == 113:
+        return 16
+    if link_type in (101, 12, 14, 228, 229):
+        return 0
+    if link_type in (0, 108):
+        return 4
+    return -1
+
+
+def partition(link_type: int, d, n: int) -> int:
+    """The decoder (0..n-1) of frame ``d`` among ``n``: by flow, both directions together;
+    0 for frames that are not IP."""
+    off = ip_offset(link_type, d)
+    if off < 0:
+        return 0
+    return flow_hash(d, off) % n
+
+
+
+class Dispatcher:
+    """Batches packets per decoder and hands batches to bounded queues (capture process).
+
+    Args:
+        queues: one channel per decoder (:class:`kafkasniff.live.shm.Channel`:
+            ``put(batch, count, block, head) -> bool``, False when full).
+        counters: the shared int64 counters (slots ``C_*`` of :mod:`kafkasniff.live.config`):
+            ``C_PACKETS``, ``C_DISPATCHED`` and ``C_QUEUE_DROPS`` are counted here, per batch.
+        cfg: ``batch_bytes``, ``flush_ms`` and ``block_when_full`` are used.
+        writer: ``--write`` (:class:`kafkasniff.live.outputs.RotatingPcapNg`) or ``None``:
+            every packet added is also written there.
+    """
+
+    def __init__(self, queues: list, counters, cfg: LiveConfig, writer=None) -> None:
+        self.queues = queues
+        self.n = len(queues)
+        self.c = counters
+        self.batch_bytes = cfg.batch_bytes
+        self.flush_s = cfg.flush_ms / 1000
+        self.block = cfg.block_when_full
+        self.bufs = [bytearray() for _ in queues]
+        self.head = batch_header.pack(KIND_RECORDS, 0, 0)
+        self.counts = [0] * self.n
+        self.first = [0.0] * self.n          # monotonic time of each batch's first packet
+        self.writer = writer
+
+    def add4(self, ts: int, data, orig: int, link_type: int) -> None:
+        """One packet (copied: ``data`` may be a view into the ring)."""
+        n = self.n
+        w = 0 if n == 1 else partition(link_type, data, n)
+        b = self.bufs[w]
+        if not b:
+            self.first[w] = time.monotonic()
+        b += _rec_pack(ts, len(data), orig, link_type)
+        b += data
+        self.counts[w] += 1
+        if self.writer is not None:
+            self.writer.write(ts, link_type, bytes(data), orig)
+        if len(b) >= self.batch_bytes:
+            self.flush(w)
+
+    def adder(self, link_type: int) -> Callable[[int, Any, int], None]:
+        """A fast ``add(ts, data, orig)`` for a backend of one link type."""
+        bufs = self.bufs
+        counts = self.counts
+        first = self.first
+        n = self.n
+        limit = self.batch_bytes
+        flush = self.flush
+        writer = self.writer
+        off_fn = ip_offset
+        fh = flow_hash
+        mono = time.monotonic
+
+        if n == 1 and writer is None:
+            b0 = bufs
+            def add(ts, data, orig):
+                b = b0[0]
+                if not b:
+                    first[0] = mono()
+                b += _rec_pack(ts, len(data), orig, link_type)
+                b += data
+                counts[0] += 1
+                if len(b) >= limit:
+                    flush(0)
+            return add
+
+        def add(ts, data, orig):
+            if n == 1:
+                w = 0
+            else:
+                off = off_fn(link_type, data)
+                w = 0 if off < 0 else fh(data, off) % n
+            b = bufs[w]
+            if not b:
+                first[w] = mono()
+            b += _rec_pack(ts, len(data), orig, link_type)
+            b += data
+            counts[w] += 1
+            if writer is not None:
+                writer.write(ts, link_type, bytes(data), orig)
+            if len(b) >= limit:
+                flush(w)
+        return add
+
+    def member_adder(self, link_type: int) -> Callable[[int, int, Any, int], None]:
+        """``add(i, ts, data, orig)``: a packet of socket ``i`` (already partitioned by the
+        kernel's fanout) for decoder ``i``."""
+        bufs = self.bufs
+        counts = self.counts
+        first = self.first
+        limit = self.batch_bytes
+        flush = self.flush
+        writer = self.writer
+        mono = time.monotonic
+
+        def add(i, ts, data, orig):
+            b = bufs[i]
+            if not b:
+                first[i] = mono()
+            b += _rec_pack(ts, len(data), orig, link_type)
+            b += data
+            counts[i] += 1
+            if writer is not None:
+                writer.write(ts, link_type, bytes(data), orig)
+            if len(b) >= limit:
+                flush(i)
+        return add
+
+    def flush(self, w: int, final: bool = False) -> None:
+        """Hand decoder ``w``'s batch to its queue (waiting for room when ``final`` or
+        ``block_when_full``); its packets count as dispatched, or as queue drops."""
+        b = self.bufs[w]
+        if not b:
+            return
+        cnt = self.counts[w]
+        self.counts[w] = 0
+        c = self.c
+        c[C_PACKETS] += cnt
+        if self.queues[w].put(b, cnt, final or self.block, self.head):
+            c[C_DISPATCHED] += cnt
+        else:
+            c[C_QUEUE_DROPS] += cnt
+        del b[:]        # copied into the channel: reuse the buffer
+
+    def flush_due(self, now: float) -> None:
+        """Send batches older than ``flush_ms``."""
+        for w in range(self.n):
+            if self.bufs[w] and now - self.first[w] >= self.flush_s:
+                self.flush(w)
+
+    def flush_all(self, final: bool = False) -> None:
+        """:meth:`flush` every decoder's batch."""
+        for w in range(self.n):
+            self.flush(w, final)
