@@ -65,7 +65,7 @@ sys.path.insert(0, str(ROOT))
 import live_traffic  # noqa: E402
 
 PY = sys.executable
-LIVE = [PY, "-c", "from kafkasniff.live.command import live_command; live_command()"]
+LIVE = [PY, "-c", "from kafkasniff.cli.live import live_command; live_command()"]
 OUT = HERE / "out"
 DATA = HERE / "data"
 

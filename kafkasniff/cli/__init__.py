@@ -25,7 +25,7 @@ class LazyGroup(click.Group):
     lazy = {
         "export": ("kafkasniff.cli.export", "export_command"),
         "tui": ("kafkasniff.cli.tui", "tui_command"),
-        "live": ("kafkasniff.live.command", "live_command"),
+        "live": ("kafkasniff.cli.live", "live_command"),
         "spark": ("kafkasniff.cli.spark", "spark_group"),
     }
 

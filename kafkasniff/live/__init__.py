@@ -63,7 +63,7 @@ Modules:
 * :mod:`kafkasniff.live.shm` - the bounded shared-memory queues between the processes;
 * :mod:`kafkasniff.live.outputs` - decoder-side rendering, pcapng rotation, stats lines;
 * :mod:`kafkasniff.live.tui` - the terminal UI's live data source;
-* :mod:`kafkasniff.live.command` - the click command ``live_command``.
+* :mod:`kafkasniff.cli.live` - the click command ``live_command``.
 
 Nothing here is imported by the headless file commands.
 """

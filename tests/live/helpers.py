@@ -18,7 +18,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 CAPTURES = ROOT / "captures"
 PY = sys.executable
-LIVE = [PY, "-c", "from kafkasniff.live.command import live_command; live_command()"]
+LIVE = [PY, "-c", "from kafkasniff.cli.live import live_command; live_command()"]
 READ = [PY, "-m", "kafkasniff.cli", "read"]
 READY = "kafkasniff: capturing on"
 

@@ -15,14 +15,10 @@ import time
 
 import click
 
+from kafkasniff.cli.inputs import fail
 from kafkasniff.errors import KafkaSniffError
 
 DEFAULT_BUFFER_MB = 64
-
-
-def _fail(message: str) -> None:
-    click.echo(f"kafkasniff: error: {message}", err=True)
-    sys.exit(2)
 
 
 def _tui_available() -> bool:
@@ -133,16 +129,16 @@ def live_command(iface, read_file, bpf, ports, detect, max_frame_bytes, definiti
                        f"{it['state']:8s} {addrs}".rstrip())
         return
     if iface and read_file:
-        _fail("give either -i IFACE (live interface) or -r FILE|- (pcap stream), not both")
+        fail("give either -i IFACE (live interface) or -r FILE|- (pcap stream), not both")
     if not iface and not read_file:
-        _fail("no interface given: use -i IFACE (interfaces: "
+        fail("no interface given: use -i IFACE (interfaces: "
               f"{', '.join(bpfmod.interface_names())}) or -r - for a pcap stream on stdin")
     if (ring_files or ring_size) and not write_path:
-        _fail("--ring and --ring-size need --write FILE.pcapng")
+        fail("--ring and --ring-size need --write FILE.pcapng")
     if ring_files and not ring_size:
-        _fail("--ring N needs --ring-size MB (when to start the next file)")
+        fail("--ring N needs --ring-size MB (when to start the next file)")
     if read_file and bpf:
-        _fail("-f applies to live interfaces; filter the stream where it is made "
+        fail("-f applies to live interfaces; filter the stream where it is made "
               "(tcpdump ... 'filter' | kafkasniff live -r -)")
 
     export_factory = None
@@ -153,7 +149,7 @@ def live_command(iface, read_file, bpf, ports, detect, max_frame_bytes, definiti
     use_tui = tui if tui is not None else (sys.stdout.isatty() and not as_json)
     if use_tui and not _tui_available():
         if tui:
-            _fail("the terminal UI is not available in this installation; use --no-tui")
+            fail("the terminal UI is not available in this installation; use --no-tui")
         click.echo("kafkasniff: the live terminal UI is not available here; printing lines "
                    "(--no-tui)", err=True)
         use_tui = False
@@ -202,7 +198,7 @@ def live_command(iface, read_file, bpf, ports, detect, max_frame_bytes, definiti
                     os.dup2(tty, 0)
                     os.close(tty)
                 except OSError:
-                    _fail("reading a capture from stdin with the terminal UI needs a "
+                    fail("reading a capture from stdin with the terminal UI needs a "
                           "terminal (/dev/tty); use --no-tui")
             source = StreamBackend(read_file, fd)
             cfg.block_when_full = not source.pipe
@@ -227,7 +223,7 @@ def live_command(iface, read_file, bpf, ports, detect, max_frame_bytes, definiti
             source_name = f"{it.name} ({backend}, {buffer_mb} MB"
             source_name += f", filter {expr!r})" if expr else ", no filter)"
     except KafkaSniffError as exc:
-        _fail(str(exc))
+        fail(str(exc))
     except KeyboardInterrupt:
         sys.exit(130)
 
@@ -386,11 +382,11 @@ def _export_factory(directory: str, every_s: float, rows: int):
     import importlib.util
 
     if importlib.util.find_spec("kafkasniff.export.writer") is None:
-        _fail("--export: the Parquet export is not available in this installation")
+        fail("--export: the Parquet export is not available in this installation")
     try:
         os.makedirs(directory, exist_ok=True)
     except OSError as exc:
-        _fail(f"--export {directory}: {exc.strerror or exc}")
+        fail(f"--export {directory}: {exc.strerror or exc}")
     return {"dir": directory, "every_s": every_s, "rows": rows,
             "started": time.strftime("%Y%m%dT%H%M%S", time.gmtime())}
 
