@@ -79,3 +79,9 @@ def pytest_pyfunc_call(pyfuncitem):
         asyncio.run(pyfuncitem.obj(**args))
         return True
     return None
+
+
+def loaded_store(path) -> tuple[FileSource, SummaryStore]:
+    """A file source over one capture, run to its end, and its rows in a store."""
+    src = FileSource([str(path)])
+    return src, load_store(src)

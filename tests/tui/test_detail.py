@@ -8,14 +8,13 @@ import json
 import pytest
 
 from kafkasniff.output.render import exchange_to_dict
+from kafkasniff.protocol.schema import load_definitions
 from kafkasniff.tui.source import FileSource
 from tests.capture.builders import ether, ipv4, pcap, tcp_header
 from tests.conftest import CAPTURES, decode_capture
-from kafkasniff.protocol.schema import load_definitions
 from tests.pairing.frames import i16, i32, metadata_v1_request, request, request_header, response
 from tests.protocol.encoder import encode, example_value
-
-from .conftest import load_store
+from tests.tui.conftest import load_store, loaded_store
 
 ALL = sorted(CAPTURES.glob("*.pcap"))
 DEFS = load_definitions()
@@ -80,3 +79,37 @@ def test_detail_equals_read_json_when_headers_do_not_decode(tmp_path):
     kinds = {ex.correlation_id: [i.kind for i in ex.issues] for ex in exchanges}
     assert "header_decode_error" in kinds[3]
     assert exchanges and _same_as_pipeline(path) == len(exchanges)
+
+
+def test_kafka07_frames_are_found_again():
+    """Kafka 0.7 frames carry their sequence number too: their detail is decoded again from
+    the capture and equals the pipeline's."""
+    src, store = loaded_store(CAPTURES / "crafted_kafka07.pcap")
+    assert len(store) == 8
+    for i in range(len(store)):
+        d = src.detail(store.row(i))
+        assert d.exchange is not None
+    ref = decode_capture(CAPTURES / "crafted_kafka07.pcap").exchanges
+    assert [exchange_to_dict(src.detail(store.row(i)).exchange) for i in range(8)] == \
+        [exchange_to_dict(ex) for ex in ref]
+
+
+def test_detail_spans_cover_the_fields():
+    src, store = loaded_store(CAPTURES / "librdkafka_produce_consume.pcap")
+    checked = 0
+    for i in range(len(store)):
+        info = store.row(i)
+        if info.api_name != "Produce":
+            continue
+        d = src.detail(info)
+        req = d.frames["request"]
+        a, b = req.spans["request.header.client_id"]
+        assert req.data[a + 2:b].decode() == info.client_id
+        a, b = req.spans["request.body.acks"]
+        assert int.from_bytes(req.data[a:b], "big", signed=True) == \
+            d.exchange.request.body["acks"]
+        a, b = req.spans["request.body.topic_data[0].partition_data[0].records"]
+        raw = d.exchange.request.body["topic_data"][0]["partition_data"][0]["records"]
+        assert req.data[b - raw.size_bytes:b] == raw.data
+        checked += 1
+    assert checked >= 2
