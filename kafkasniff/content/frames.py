@@ -338,6 +338,21 @@ class ContentDecoder:
     def _body(self, header: dict, api_key: int, api_version: int, is_response: bool,
               payload: bytes, body_offset: int, request_body: dict | None,
               mechanism: str | None) -> DecodedFrame:
+        try:
+            return self._decode_body(header, api_key, api_version, is_response, payload,
+                                     body_offset, request_body, mechanism)
+        except Exception as exc:  # noqa: BLE001 - a bug must not lose the frame's exchange
+            out = self._raw(header, payload, body_offset, api_key)
+            out.api_key, out.api_version = api_key, api_version
+            out.issues = [BodyIssue(IssueKind.INTERNAL_ERROR,
+                                    f"internal error while decoding this body "
+                                    f"({type(exc).__name__}: {exc}); body kept raw, please "
+                                    f"report it", "", body_offset)]
+            return out
+
+    def _decode_body(self, header: dict, api_key: int, api_version: int, is_response: bool,
+                     payload: bytes, body_offset: int, request_body: dict | None,
+                     mechanism: str | None) -> DecodedFrame:
         result = self.decoder.decode(api_key, api_version, is_response, payload, body_offset)
         if result.value is None:
             out = self._raw(header, payload, body_offset, api_key)

@@ -39,6 +39,7 @@ SEVERITY = {
     IssueKind.FRAME_TRUNCATED: Severity.WARNING,
     IssueKind.RESYNC: Severity.WARNING,
     IssueKind.HEADER_DECODE_ERROR: Severity.ERROR,
+    IssueKind.INTERNAL_ERROR: Severity.ERROR,
 }
 
 

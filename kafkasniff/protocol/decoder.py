@@ -112,7 +112,7 @@ class BodyDecoder:
         if is_response and api_key == API_VERSIONS and version > 0 and \
                 len(payload) >= offset + 2 and \
                 struct.unpack_from(">h", payload, offset)[0] == UNSUPPORTED_VERSION_CODE:
-            result = self._api_versions_fallback(version, payload, offset)
+            result = self._api_versions_fallback(layout_version, payload, offset)
         else:
             result = self._decode_layout(api_key, layout_version, is_response, payload, offset)
         result.issues[:0] = issues
@@ -130,8 +130,9 @@ class BodyDecoder:
 
     def _api_versions_fallback(self, version: int, payload: bytes, offset: int) -> BodyResult:
         """KIP-511: a broker answers an ApiVersions version it does not support with
-        UNSUPPORTED_VERSION in the v0 body layout. Try v0, then the request's own version;
-        if neither fits, decode leniently as v0 and say so."""
+        UNSUPPORTED_VERSION in the v0 body layout. Try v0, then ``version`` (the request's
+        own version, or the nearest the definitions describe); if neither fits, decode
+        leniently as v0 and say so."""
         for v in (0, version):
             value = self.try_strict(API_VERSIONS, v, True, payload, offset)
             if value is not None:

@@ -372,3 +372,17 @@ def test_cut_batch_in_a_request_is_an_issue(content):
     assert issue.field_path == "topic_data[0].partition_data[0].records"
     assert issue.offset == loc.records.offset
     assert d.records.partial is True
+
+
+def test_a_bug_while_decoding_a_body_keeps_the_frame(content, monkeypatch):
+    """No exchange disappears behind an internal error: the body is kept raw with an
+    internal_error issue, the header is decoded."""
+    def broken(*args, **kwargs):
+        raise ZeroDivisionError("boom")
+
+    monkeypatch.setattr(content.decoder, "decode", broken)
+    frame = metadata_v1_request(7)
+    d = content.decode_request(frame[4:])
+    assert d.header["correlation_id"] == 7 and d.body is None and d.raw_body == frame[4 + 8 + 2 + 8:]
+    [issue] = d.issues
+    assert issue.kind == IssueKind.INTERNAL_ERROR and "ZeroDivisionError: boom" in issue.message

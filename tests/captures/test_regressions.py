@@ -1,0 +1,36 @@
+"""The regression captures (captures/regressions/, written by captures/craft_regressions.py):
+crafted inputs that once broke a promise, and what kafkasniff does with each now."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.conftest import CAPTURES, decode_capture
+
+REGRESSIONS = CAPTURES / "regressions"
+
+
+def exchanges_and_issues(name: str, **options):
+    d = decode_capture(REGRESSIONS / name, **options)
+    return d.exchanges, d.issues
+
+
+def all_issue_kinds(exchanges, issues) -> list[str]:
+    return [i.kind for ex in exchanges for i in ex.issues] + [i.kind for i in issues]
+
+
+def test_regression_captures_exist():
+    assert REGRESSIONS.is_dir() and any(REGRESSIONS.iterdir())
+
+
+def test_apiversions_above_the_definitions_answered_with_an_error_is_kept():
+    """The KIP-511 fallback tried the request's own version (no layout): the exchange
+    vanished behind an internal_error. It is kept, decoded as far as it goes."""
+    exchanges, issues = exchanges_and_issues("apiversions_future_error.pcap")
+    kinds = all_issue_kinds(exchanges, issues)
+    assert "internal_error" not in kinds
+    [ex] = exchanges
+    assert (ex.api_name, ex.api_version, ex.status) == ("ApiVersions", 6, "paired")
+    assert ex.errors == ("UNSUPPORTED_VERSION",)
+    assert ex.response.body["error_code"] == 35
+    assert "unsupported_version" in kinds and "body_decode_error" in kinds
