@@ -93,6 +93,19 @@ def apiversions_future_error() -> bytes:
     return c.bytes()
 
 
+@regression("header_decode_error.pcap",
+            "A request whose client_id length runs past its frame: the header_decode_error "
+            "issue said nothing of the bytes it stood for (length_bytes 0).")
+def header_decode_error() -> bytes:
+    c = Conversation()
+    conn = c.connect(50402)
+    bad = cc.i16(3) + cc.i16(1) + cc.i32(7) + cc.i16(300) + b"short"     # client_id: 300 > 5
+    conn.send(True, cc.size_prefixed(bad))
+    c.request(50402, 3, 1, 8, cc.i32(0))                                  # Metadata v1, no topics
+    c.response(50402, 8, cc.i32(0) + cc.i32(-1) + cc.i32(0))              # brokers, controller, topics
+    return c.bytes()
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("names", nargs="*", help="regression captures to write (default: all)")

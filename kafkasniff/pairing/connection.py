@@ -155,7 +155,8 @@ class KafkaConnection(PairingConnection):
         if exc is not None and not (frame.missing_bytes and "api_key" in d.header):
             return [self.issue(IssueKind.HEADER_DECODE_ERROR, f"request header: {exc}",
                                ts_ns=frame.first_ts_ns, direction=self.client_dir,
-                               stream_offset=frame.stream_offset, field_path=exc.field_path,
+                               stream_offset=frame.stream_offset,
+                               length_bytes=frame.size + 4, field_path=exc.field_path,
                                frame_offset=exc.offset)]
         # with missing bytes and a header the gap cut after api_key/version/correlation_id,
         # the request is kept so that its response still pairs (frame_damaged says why)
@@ -253,7 +254,8 @@ class KafkaConnection(PairingConnection):
             return [self.issue(IssueKind.HEADER_DECODE_ERROR,
                                f"response frame of {frame.size} bytes has no room for a "
                                f"correlation_id", ts_ns=frame.first_ts_ns,
-                               direction=1 - self.client_dir, stream_offset=frame.stream_offset)]
+                               direction=1 - self.client_dir, stream_offset=frame.stream_offset,
+                               length_bytes=frame.size + 4)]
         queue = self.pending.get(corr)
         if queue is None:
             p = self.acks0.pop(corr, None)
@@ -284,7 +286,8 @@ class KafkaConnection(PairingConnection):
         if d.header_error is not None:
             issue = self.issue(IssueKind.HEADER_DECODE_ERROR, f"response header: {d.header_error}",
                                ts_ns=frame.first_ts_ns, direction=rdir,
-                               stream_offset=frame.stream_offset, correlation_id=corr,
+                               stream_offset=frame.stream_offset,
+                               length_bytes=frame.size + 4, correlation_id=corr,
                                api_key=p.api_key, api_version=p.api_version)
             return [self._answered(p, self._message(frame, d, rdir), None,
                                    ExchangeStatus.PAIRED, [issue])]

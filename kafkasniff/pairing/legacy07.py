@@ -203,7 +203,8 @@ class Kafka07Connection(PairingConnection):
             return [self.issue(IssueKind.HEADER_DECODE_ERROR,
                                f"0.7 request frame of {frame.size} bytes has no room for a "
                                f"request_type", ts_ns=frame.first_ts_ns,
-                               direction=self.client_dir, stream_offset=frame.stream_offset)]
+                               direction=self.client_dir, stream_offset=frame.stream_offset,
+                               length_bytes=frame.size + 4)]
         d = self.ctx.content.decode_request_07(payload)
         rtype = d.api_key
         if rtype not in REQUEST_TYPES:
@@ -211,6 +212,7 @@ class Kafka07Connection(PairingConnection):
                                f"unknown 0.7 request type {rtype} (0-4 exist); a 0.7 broker "
                                f"closes the connection on it", ts_ns=frame.first_ts_ns,
                                direction=self.client_dir, stream_offset=frame.stream_offset,
+                               length_bytes=frame.size + 4,
                                field_path="request_type", frame_offset=0)]
         msg = self._message(frame, d, self.client_dir)
         issues = self._body_issues(d.issues, frame, self.client_dir, None, rtype, None)
@@ -256,7 +258,8 @@ class Kafka07Connection(PairingConnection):
             issues = [self.issue(IssueKind.HEADER_DECODE_ERROR,
                                  f"0.7 response frame of {frame.size} bytes has no room for an "
                                  f"error_code", ts_ns=frame.first_ts_ns, direction=rdir,
-                                 stream_offset=frame.stream_offset, api_key=p.rtype)]
+                                 stream_offset=frame.stream_offset,
+                               length_bytes=frame.size + 4, api_key=p.rtype)]
             return self._answered(p, msg, ExchangeStatus.PAIRED, (), issues)
         issues = self._body_issues(d.issues, frame, rdir, None, p.rtype, None)
         return self._answered(p, msg, ExchangeStatus.PAIRED, response_errors(d.body), issues)

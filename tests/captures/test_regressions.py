@@ -34,3 +34,12 @@ def test_apiversions_above_the_definitions_answered_with_an_error_is_kept():
     assert ex.errors == ("UNSUPPORTED_VERSION",)
     assert ex.response.body["error_code"] == 35
     assert "unsupported_version" in kinds and "body_decode_error" in kinds
+
+
+def test_header_decode_errors_count_their_bytes():
+    """A header that does not decode stands for its whole frame: its issue says how many
+    bytes (it said 0)."""
+    exchanges, issues = exchanges_and_issues("header_decode_error.pcap")
+    [issue] = [i for i in issues if i.kind == "header_decode_error"]
+    assert issue.length_bytes == 4 + 2 + 2 + 4 + 2 + len(b"short")
+    assert [ex.correlation_id for ex in exchanges] == [8]
