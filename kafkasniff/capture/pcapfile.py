@@ -91,6 +91,10 @@ _BT_OPB = 0x00000002
 _BT_IDB = 0x00000001
 _BT_SPB = 0x00000003
 _BT_EPB = 0x00000006
+#: names of the pcapng block types skipped (counted by name in the capture's skipped bytes)
+_BLOCK_NAMES = {0x00000004: "nrb", 0x00000005: "isb", 0x0000000A: "dsb", 0x00000BAD: "custom",
+                0x40000BAD: "custom"}
+_BT_CUSTOM = (0x00000BAD, 0x40000BAD)
 # pcapng IDB options
 _OPT_ENDOFOPT = 0
 _OPT_IF_TSRESOL = 9
@@ -225,7 +229,16 @@ class PacketSource:
         link_types: global interface id -> LINKTYPE_* value, filled as interfaces are declared
             (pcap: ``{0: link_type}`` from the file header).
         blocks_skipped: pcapng blocks of types not read (NRB, ISB, DSB, custom, ...).
-        issues: :class:`DecodeIssue` records (at most one: reading stops at the first damage).
+        issues: :class:`DecodeIssue` records: the damage that stopped reading (at most one),
+            and one issue for the packet blocks skipped as damaged (timestamps out of range).
+        packet_bytes: captured bytes of the packets yielded (their data).
+        skipped_block_bytes: bytes of the pcapng blocks not read, by block type name
+            (``isb``, ``nrb``, ``dsb``, ``custom``, ``0x...``).
+        damaged_bytes: bytes of packet records skipped as damaged (reading went on).
+        unread_bytes: bytes after the place where damage stopped reading (the rest of the
+            stream is read to count them, unless a read error ended it).
+
+    :meth:`accounting` says where every byte of the (decompressed) stream went.
         checkpoints: :class:`Checkpoint` of the first packet and of every
             ``checkpoint_every``-th packet after it (empty unless ``checkpoint_every``).
         seekable: the source can be reopened at a checkpoint (an uncompressed regular file).
@@ -254,6 +267,11 @@ class PacketSource:
         self.link_types: dict[int, int] = {}
         self.blocks_skipped = 0
         self.issues: list[DecodeIssue] = []
+        self.packet_bytes = 0
+        self.skipped_block_bytes: dict[str, int] = {}
+        self.damaged_bytes = 0
+        self.unread_bytes = 0
+        self._damaged_blocks = 0
         self.checkpoints: list[Checkpoint] = []
         self.seekable = seekable
         self._every = checkpoint_every
@@ -292,6 +310,19 @@ class PacketSource:
 
     def __iter__(self) -> Iterator[CapturedPacket]:
         return self._iter
+
+    def accounting(self) -> dict[str, int]:
+        """Where the bytes of the (decompressed) stream read so far went: ``packets``
+        (:attr:`packet_bytes`), ``skipped_blocks`` (:attr:`skipped_block_bytes`, all types),
+        ``damaged_records`` (:attr:`damaged_bytes`), ``unread`` (:attr:`unread_bytes`) and
+        ``format``: everything else, the headers of the file, of every record and block, and
+        the metadata blocks read (SHB, IDB). Once the packets are all read the values add up
+        to the stream's bytes; while reading, ``format`` also holds the read-ahead."""
+        skipped = sum(self.skipped_block_bytes.values())
+        return {"packets": self.packet_bytes, "skipped_blocks": skipped,
+                "damaged_records": self.damaged_bytes, "unread": self.unread_bytes,
+                "format": self._nread - self.packet_bytes - skipped - self.damaged_bytes
+                - self.unread_bytes}
 
     def __enter__(self) -> "PacketSource":
         return self
@@ -371,6 +402,7 @@ class PacketSource:
 
     def _truncated(self, pos: int, have: int, need: int, what: str) -> None:
         """The stream ended with ``have`` of ``need`` bytes of ``what`` at buffer ``pos``."""
+        self.unread_bytes += have
         if self._read_failed:
             return  # the read error is the issue
         self._issue(IssueKind.CAPTURE_TRUNCATED, Severity.WARNING,
@@ -378,13 +410,41 @@ class PacketSource:
                     f"{self._offset_text(self._offset + pos)} ({have} of {need} bytes present)",
                     length=have)
 
-    def _invalid(self, pos: int, why: str) -> None:
-        """An impossible block or record at buffer ``pos``: reading stops."""
+    def _invalid(self, buf: bytes, pos: int, why: str) -> None:
+        """An impossible block or record at ``buf[pos]``: reading stops; the bytes from there
+        to the end of the stream are read and counted as unread."""
+        self.unread_bytes += len(buf) - pos + self._drain()
         if self._read_failed:
             return  # the read error (e.g. corrupt gzip data) is the issue
         self._issue(IssueKind.CAPTURE_BLOCK_INVALID, Severity.ERROR,
                     f"{self.name}: {why} at {self._offset_text(self._offset + pos)}; "
                     f"reading stopped")
+
+    def _drain(self) -> int:
+        """Read the rest of the stream (after damage stopped the parsing); its byte count."""
+        n = 0
+        read = self._read
+        while not self._eof:
+            try:
+                chunk = read(READ_CHUNK_BYTES)
+            except _READ_ERRORS:
+                self._eof = True
+                break
+            if not chunk:
+                self._eof = True
+                break
+            n += len(chunk)
+            self._nread += len(chunk)
+        return n
+
+    def _damaged_block(self, blen: int, why: str) -> None:
+        """A packet block skipped as damaged: counted; the first one is an issue."""
+        self.damaged_bytes += blen
+        self._damaged_blocks += 1
+        if self._damaged_blocks == 1:
+            self._issue(IssueKind.CAPTURE_BLOCK_INVALID, Severity.WARNING,
+                        f"{self.name}: {why}; the packet is skipped and reading goes on (every "
+                        f"such block is counted in the capture's skipped bytes)", length=blen)
 
     # ------------------------------------------------------------------ pcap
 
@@ -427,6 +487,7 @@ class PacketSource:
                 if every and not self.packets_read % every:
                     cps.append(Checkpoint(self._offset + pos, ts, self.packets_read))
                 self.packets_read += 1
+                self.packet_bytes += caplen
                 yield packet(ts, link, buf[pos + 16:nxt], origlen, 0)
                 pos = nxt
             # slow path: need more data (or garbage)
@@ -434,7 +495,7 @@ class PacketSource:
             if pos + 16 <= end:
                 sec, frac, caplen, origlen = rec(buf, pos)
                 if caplen > max_rec:
-                    self._invalid(pos, f"packet record with captured length {caplen} "
+                    self._invalid(buf, pos, f"packet record with captured length {caplen} "
                                        f"(over the {max_rec}-byte sanity bound)")
                     return
                 need = 16 + caplen
@@ -493,13 +554,14 @@ class PacketSource:
                 elif bom == b"\x1a\x2b\x3c\x4d":
                     s = _BE
                 else:
-                    self._invalid(pos, f"pcapng section header with bad byte-order magic "
+                    self._invalid(buf, pos, f"pcapng section header with bad byte-order magic "
                                        f"{_hex4(bom)}")
                     return
                 blen = s.u32.unpack_from(buf, pos + 4)[0]
                 min_len = 28
             elif not have_section:
-                self._invalid(pos, f"pcapng block type 0x{btype:08x} before any section header")
+                self._invalid(buf, pos, f"pcapng block type 0x{btype:08x} before any section "
+                                        f"header")
                 return
             elif btype == _BT_EPB or btype == _BT_OPB:
                 min_len = 32
@@ -510,7 +572,7 @@ class PacketSource:
             else:
                 min_len = 12
             if blen < min_len or blen & 3 or blen > max_block:
-                self._invalid(pos, f"pcapng block type 0x{btype:08x} with impossible length "
+                self._invalid(buf, pos, f"pcapng block type 0x{btype:08x} with impossible length "
                                    f"{blen}")
                 return
             nxt = pos + blen
@@ -523,7 +585,7 @@ class PacketSource:
                     self._truncated(0, end, blen, f"a pcapng block (type 0x{btype:08x})")
                     return
             if s.u32.unpack_from(buf, nxt - 4)[0] != blen:
-                self._invalid(pos, f"pcapng block type 0x{btype:08x}: trailing length "
+                self._invalid(buf, pos, f"pcapng block type 0x{btype:08x}: trailing length "
                                    f"{s.u32.unpack_from(buf, nxt - 4)[0]} differs from "
                                    f"leading length {blen}")
                 return
@@ -534,11 +596,11 @@ class PacketSource:
                 else:
                     iface, _drops, ts_hi, ts_lo, caplen, origlen = s.opb.unpack_from(buf, pos + 8)
                 if caplen > blen - 32:
-                    self._invalid(pos, f"packet block with captured length {caplen} larger "
+                    self._invalid(buf, pos, f"packet block with captured length {caplen} larger "
                                        f"than its block (length {blen})")
                     return
                 if iface >= len(ifaces):
-                    self._invalid(pos, f"packet block for interface {iface}, but the section "
+                    self._invalid(buf, pos, f"packet block for interface {iface}, but the section "
                                        f"declares {len(ifaces)} interface(s)")
                     return
                 gid, link, _snap, kind, factor, off_ns = ifaces[iface]
@@ -550,19 +612,22 @@ class PacketSource:
                 else:
                     ts = ((ts * 1_000_000_000) >> factor) + off_ns
                 if not 0 <= ts < _TS_LIMIT_NS:
-                    self._invalid(pos, f"packet block with timestamp {ts} ns, outside 0 .. "
-                                       f"2^63-1 (interface {iface}: bad if_tsresol / "
-                                       f"if_tsoffset?)")
-                    return
+                    self._damaged_block(blen, f"packet block with timestamp {ts} ns, outside 0 "
+                                              f".. 2^63-1 (interface {iface}: bad if_tsresol / "
+                                              f"if_tsoffset?) at "
+                                              f"{self._offset_text(self._offset + pos)}")
+                    pos = nxt
+                    continue
                 if every and not self.packets_read % every:
                     cps.append(Checkpoint(self._offset + pos, ts, self.packets_read,
                                           (s is _BE, ifaces_t, self._last_ts_ns)))
                 self._last_ts_ns = ts
                 self.packets_read += 1
+                self.packet_bytes += caplen
                 yield packet(ts, link, buf[pos + 28:pos + 28 + caplen], origlen, gid)
             elif btype == _BT_SPB:
                 if not ifaces:
-                    self._invalid(pos, "simple packet block, but the section declares no "
+                    self._invalid(buf, pos, "simple packet block, but the section declares no "
                                        "interface")
                     return
                 gid, link, snap, _k, _f, _o = ifaces[0]
@@ -574,6 +639,7 @@ class PacketSource:
                     cps.append(Checkpoint(self._offset + pos, self._last_ts_ns, self.packets_read,
                                           (s is _BE, ifaces_t, self._last_ts_ns)))
                 self.packets_read += 1
+                self.packet_bytes += caplen
                 yield packet(self._last_ts_ns, link, buf[pos + 12:pos + 12 + caplen], origlen, gid)
             elif btype == _BT_IDB:
                 link, _res, snap = s.idb.unpack_from(buf, pos + 8)
@@ -589,6 +655,10 @@ class PacketSource:
                 self._last_ts_ns = 0
             else:
                 self.blocks_skipped += 1
+                name = _BLOCK_NAMES.get(btype)
+                if name is None:
+                    name = "custom" if btype in _BT_CUSTOM else f"0x{btype:08x}"
+                self.skipped_block_bytes[name] = self.skipped_block_bytes.get(name, 0) + blen
             pos = nxt
 
     @staticmethod

@@ -14,12 +14,18 @@ Synchronisation:
 - ``HUNTING``: after a gap or lost sync, scan byte by byte for an offset the validator accepts
   (a plausible request header on the client side, a response whose correlation_id matches a
   pending request on the broker side). Skipped bytes are counted and reported (``resync``).
-- ``SKIPPING``: dropping the captured rest of a frame a gap damaged; then ``SYNCED`` again.
+- ``SKIPPING``: passing the captured rest of a frame a gap damaged; then ``SYNCED`` again.
 
 A gap entirely inside a frame whose size is known does not lose sync: the frame is emitted
-with ``missing_bytes > 0`` (its payload holds the bytes before the gap) and framing resumes at
-the next frame boundary. A stream that ends inside a frame emits that frame the same way with a
-``frame_truncated`` issue.
+when its end is reached, with ``missing_bytes`` the bytes never captured and its payload the
+bytes before the first gap (the bytes captured after it are counted, not decoded: nothing
+re-aligns a body after lost bytes); framing resumes at the next frame boundary. A stream that
+ends inside a frame emits that frame the same way with a ``frame_truncated`` issue.
+
+Every byte fed ends in exactly one of the framer's counters: :attr:`Framer.framed_bytes`
+(frames, size prefix included, as far as captured before a gap), :attr:`~Framer.resync_bytes`
+(skipped looking for a frame boundary), :attr:`~Framer.after_gap_bytes` (captured after a gap
+inside a frame) and :attr:`~Framer.truncated_bytes` (a size prefix the stream ended inside).
 """
 
 from __future__ import annotations
@@ -98,7 +104,8 @@ class Framer:
     """
 
     __slots__ = ("validator", "min_frame_bytes", "max_frame_bytes", "state", "buf", "base",
-                 "marks", "skip", "skipped", "skip_start", "skip_ts", "closed")
+                 "marks", "skip", "skipped", "skip_start", "skip_ts", "closed", "damaged",
+                 "framed_bytes", "resync_bytes", "after_gap_bytes", "truncated_bytes")
 
     def __init__(self, validator: Validator | None = None, *, min_frame_bytes: int = 4,
                  max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES, synced: bool = True,
@@ -115,6 +122,13 @@ class Framer:
         self.skip_start = -1
         self.skip_ts = 0
         self.closed = False
+        # SKIPPING: the damaged frame being passed, [size, payload before the gap, stream
+        # offset, first ts, first gap offset, bytes not captured, bytes captured after the gap]
+        self.damaged: list | None = None
+        self.framed_bytes = 0
+        self.resync_bytes = 0
+        self.after_gap_bytes = 0
+        self.truncated_bytes = 0
 
     # ------------------------------------------------------------------ feeding
     def feed(self, data: bytes, offset: int, ts_ns: int) -> list:
@@ -126,21 +140,24 @@ class Framer:
                 out.extend(self.gap(expected, offset - expected, ts_ns))
             else:  # overlap with what we have: keep only the new tail
                 cut = expected - offset
+                self.resync_bytes += min(cut, len(data))   # seen before: not framed again
                 if cut >= len(data):
                     return out
                 data = data[cut:]
                 offset = expected
         if self.state == SKIPPING:
-            if len(data) <= self.skip:
-                self.skip -= len(data)
-                self.base += len(data)
-                if self.skip == 0:
-                    self.state = SYNCED
+            take = min(len(data), self.skip)
+            self.skip -= take
+            self.base += take
+            self.after_gap_bytes += take
+            self.damaged[6] += take
+            if self.skip:
                 return out
-            data = data[self.skip:]
-            self.base += self.skip
-            self.skip = 0
+            self._emit_damaged(out, ts_ns)
             self.state = SYNCED
+            data = data[take:]
+            if not data:
+                return out
         if self.state == SYNCED and not self.buf:
             # Fast path: frames parsed straight from the segment, no copy into the buffer.
             n = len(data)
@@ -158,12 +175,14 @@ class Framer:
                 out.append(Frame(size, data[p + 4:end], base + p, ts_ns, ts_ns))
                 p = end
             else:
+                self.framed_bytes += p
                 if p < n:
                     self.buf += data[p:] if p else data
                     self.marks.append((base + n, ts_ns))
                 self.base = base + p
                 return out
             # implausible size or incomplete frame: buffer the rest and use the slow path
+            self.framed_bytes += p
             self.base = base + p
             self.buf += data[p:]
             self.marks.append((base + n, ts_ns))
@@ -212,6 +231,7 @@ class Framer:
             first_ts = self._ts_at(self.base)
             last_ts = self._ts_at(self.base + 3 + size)
             out.append(Frame(size, bytes(buf[4:4 + size]), self.base, first_ts, last_ts))
+            self.framed_bytes += 4 + size
             self._consume(4 + size)
 
     def _hunt(self, out: list) -> bool:
@@ -256,6 +276,7 @@ class Framer:
             self.skip_start = self.base
             self.skip_ts = self._ts_at(self.base)
         self.skipped += n
+        self.resync_bytes += n
 
     # ------------------------------------------------------------------ gaps and end
     def gap(self, offset: int, length: int, ts_ns: int) -> list:
@@ -272,41 +293,41 @@ class Framer:
             length -= cut
             offset = expected
         if self.state == SKIPPING:
-            if length <= self.skip:
-                self.skip -= length
-                self.base += length
-                if self.skip == 0:
-                    self.state = SYNCED
+            lost = min(length, self.skip)
+            self.damaged[5] += lost
+            self.skip -= lost
+            self.base += lost
+            if self.skip:
                 return out
-            length -= self.skip
-            self.base += self.skip
-            self.skip = 0
+            self._emit_damaged(out, ts_ns)
+            rest = length - lost
+            if rest == 0:
+                self.state = SYNCED
+                return out
             self.state = HUNTING
-            self.base += length
-            self._note_skip_gap(self.base - length, length, ts_ns, count=False)
+            self.base += rest
+            self._note_skip_gap(self.base - rest, rest, ts_ns, count=False)
             return out
         if self.state == SYNCED and len(self.buf) >= 4:
             size = _size_at(self.buf, 0)[0]
             frame_end = self.base + 4 + size
             gap_end = offset + length
-            first_ts = self._ts_at(self.base)
             payload = bytes(self.buf[4:])
-            missing = frame_end - (self.base + len(self.buf))
-            out.append(Frame(size, payload, self.base, first_ts, ts_ns,
-                             missing_bytes=missing))
-            out.append(FramerIssue(IssueKind.FRAME_DAMAGED,
-                                   f"{min(length, frame_end - offset)} bytes of a {size}-byte frame "
-                                   f"were not captured", offset, min(length, frame_end - offset),
-                                   ts_ns))
+            self.framed_bytes += len(self.buf)
+            self.damaged = [size, payload, self.base, self._ts_at(self.base), offset,
+                            min(gap_end, frame_end) - offset, 0]
             self.buf.clear()
             self.marks.clear()
-            if gap_end <= frame_end:
-                # resume at the next frame boundary
+            if gap_end < frame_end:
                 self.base = gap_end
                 self.skip = frame_end - gap_end
-                self.state = SKIPPING if self.skip else SYNCED
+                self.state = SKIPPING
                 return out
+            self._emit_damaged(out, ts_ns)
             self.base = gap_end
+            if gap_end == frame_end:
+                self.state = SYNCED
+                return out
             self.state = HUNTING
             self._note_skip_gap(frame_end, gap_end - frame_end, ts_ns, count=False)
             return out
@@ -324,11 +345,25 @@ class Framer:
         return out
 
     def _note_skip_gap(self, offset: int, n: int, ts_ns: int, count: bool = True) -> None:
+        """A hunt starts at ``offset``; ``count``: the ``n`` bytes dropped there were
+        captured (else they are the gap's, never captured)."""
         if self.skip_start < 0:
             self.skip_start = offset
             self.skip_ts = ts_ns
         if count:
             self.skipped += n
+            self.resync_bytes += n
+
+    def _emit_damaged(self, out: list, ts_ns: int) -> None:
+        """The damaged frame being passed is over: the frame (payload: the bytes before its
+        first gap) and its frame_damaged issue."""
+        size, payload, base, first_ts, gap_offset, missing, after = self.damaged
+        self.damaged = None
+        out.append(Frame(size, payload, base, first_ts, ts_ns, missing_bytes=missing))
+        tail = f"; the {after} bytes captured after the gap are not decoded" if after else ""
+        out.append(FramerIssue(IssueKind.FRAME_DAMAGED,
+                               f"{missing} bytes of a {size}-byte frame were not captured{tail}",
+                               gap_offset, missing, ts_ns))
 
     def close(self, ts_ns: int) -> list:
         """The stream ended: report a partial frame and bytes skipped while hunting."""
@@ -336,16 +371,29 @@ class Framer:
         if self.closed:
             return out
         self.closed = True
-        if self.state == SYNCED and self.buf:
+        if self.state == SKIPPING:
+            size, payload, base, first_ts, _gap, missing, after = self.damaged
+            self.damaged = None
+            missing += self.skip
+            out.append(Frame(size, payload, base, first_ts, ts_ns, missing_bytes=missing))
+            out.append(FramerIssue(IssueKind.FRAME_TRUNCATED,
+                                   f"stream ended {self.skip} bytes before the end of a "
+                                   f"{size}-byte frame damaged by a gap ({missing} bytes not "
+                                   f"captured in all; {after} captured after the gap are not "
+                                   f"decoded)", base, missing, ts_ns))
+            self.skip = 0
+        elif self.state == SYNCED and self.buf:
             if len(self.buf) >= 4:
                 size = _size_at(self.buf, 0)[0]
                 missing = 4 + size - len(self.buf)
                 out.append(Frame(size, bytes(self.buf[4:]), self.base, self._ts_at(self.base),
                                  self._ts_at(self.base + len(self.buf) - 1), missing_bytes=missing))
+                self.framed_bytes += len(self.buf)
                 out.append(FramerIssue(IssueKind.FRAME_TRUNCATED,
                                        f"stream ended {missing} bytes before the end of a "
                                        f"{size}-byte frame", self.base, missing, ts_ns))
             else:
+                self.truncated_bytes += len(self.buf)
                 out.append(FramerIssue(IssueKind.FRAME_TRUNCATED,
                                        f"stream ended inside a frame size prefix "
                                        f"({len(self.buf)} of 4 bytes)", self.base, len(self.buf),

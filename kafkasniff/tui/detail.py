@@ -274,13 +274,15 @@ def decode_exchange(content: ContentDecoder, info, request: bytes | None,
         q = req_side.frame
         req_msg = Message(len(whole_request), info.req_ts, last, info.req_offset, q.header,
                           q.body, q.raw_body, q.complete and not info.req_missing,
-                          len(whole_request) - len(request), q.body_offset, info.req_seq)
+                          sum(b - a for a, b in request_missing or ()), q.body_offset,
+                          info.req_seq)
     if resp_side is not None:
         r = resp_side.frame
         resp_msg = Message(len(whole_response), info.resp_ts,
                            response_last_ts_ns or info.resp_ts, info.resp_offset, r.header,
                            r.body, r.raw_body, r.complete and not info.resp_missing,
-                           len(whole_response) - len(response), r.body_offset, info.resp_seq)
+                           sum(b - a for a, b in response_missing or ()), r.body_offset,
+                           info.resp_seq)
     located = (req_side.frame.located if req_side else ()) + \
         (resp_side.frame.located if resp_side else ())
     ex = Exchange(info.conn_id, info.client, info.broker, info.status, api_key, info.api_name,

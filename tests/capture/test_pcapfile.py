@@ -438,12 +438,20 @@ def test_pcapng_spb_without_interface():
     ({"tsresol": 0}, 2**62),                        # seconds: far beyond 2^63 ns
     ({"tsoffset": 2**62}, 1),                       # offset alone beyond 2^63 ns
 ])
-def test_pcapng_timestamp_out_of_range_stops_reading(idb_opts, ts):
-    """Timestamps the rest of the tool cannot hold (int64 ns, datetime) are damage."""
+def test_pcapng_timestamp_out_of_range_skips_that_packet(idb_opts, ts):
+    """Timestamps the rest of the tool cannot hold (int64 ns, datetime) are damage: that
+    packet is skipped and counted, one issue says so, and reading goes on (it used to stop
+    the whole file, uncounted)."""
     head = b.shb(E) + b.idb(E, 1) + b.idb(E, 1, **idb_opts) + b.epb(E, 0, 5, frame(0))
-    pkts, src = _invalid(head + b.epb(E, 1, ts, frame(1)) + b.epb(E, 0, 6, frame(2)))
-    assert [p.ts_ns for p in pkts] == [5000]
-    assert "timestamp" in src.issues[0].message and src.issues[0].ts_ns == 5000
+    bad = b.epb(E, 1, ts, frame(1))
+    data = head + bad + b.epb(E, 0, 6, frame(2)) + b.epb(E, 1, ts, frame(3))
+    src = open_capture(io.BytesIO(data))
+    pkts = list(src)
+    assert [p.ts_ns for p in pkts] == [5000, 6000]
+    [issue] = src.issues
+    assert "timestamp" in issue.message and issue.severity == "warning"
+    assert src.damaged_bytes == 2 * len(bad)
+    assert sum(src.accounting().values()) == len(data)
 
 
 # ---------------------------------------------------------------------------- open errors
@@ -503,10 +511,21 @@ def _read_or_capture_error(data: bytes, wrap=io.BytesIO) -> None:
         assert "\n" not in str(exc)
         return
     pkts = list(src)
-    assert len(src.issues) <= 1
+    stops = [i for i in src.issues if "reading goes on" not in i.message]
+    assert len(stops) <= 1 and len(src.issues) - len(stops) <= 1
     assert src.packets_read == len(pkts)
     for p in pkts:
         assert isinstance(p.ts_ns, int) and isinstance(p.data, bytes)
+    if wrap is io.BytesIO:
+        total = len(gzip.decompress(data)) if data[:2] == b"\x1f\x8b" and not \
+            [i for i in src.issues if "gzip" in i.message or "compressed" in i.message] \
+            else None
+        acc = src.accounting()
+        assert min(acc.values()) >= 0 and acc["packets"] == sum(len(p.data) for p in pkts)
+        if total is not None:
+            assert sum(acc.values()) == total
+        elif data[:2] != b"\x1f\x8b":
+            assert sum(acc.values()) == len(data)
 
 
 MAGICS = [b"\xd4\xc3\xb2\xa1", b"\xa1\xb2\xc3\xd4", b"\x4d\x3c\xb2\xa1", b"\xa1\xb2\x3c\x4d",
@@ -575,3 +594,46 @@ def test_public_captures(path):
         sec, frac = line.split(" ", 1)[0].split(".")
         assert pkt.ts_ns == int(sec) * 10**9 + int(frac)
         assert line.rstrip().endswith(f"length {len(seg.payload)}")
+
+
+# ---------------------------------------------------------------------------- accounting
+
+def _stream_bytes(path) -> bytes:
+    raw = path.read_bytes()
+    return gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw
+
+
+def _every_capture():
+    from tests.conftest import CAPTURES, public_captures_dir
+    found = sorted(CAPTURES.glob("*.pcap")) + sorted((CAPTURES / "regressions").glob("*"))
+    pub = public_captures_dir()
+    if pub is not None:
+        found += sorted(p for p in pub.rglob("*") if p.suffix in (".pcap", ".pcapng"))
+    return found
+
+
+def test_every_byte_of_every_capture_is_accounted_for():
+    """packets + format + skipped blocks + damaged records + unread = the stream's bytes, on
+    every committed capture, every regression capture and the public ones."""
+    for path in _every_capture():
+        src = open_capture(path)
+        for _ in src:
+            pass
+        acc = src.accounting()
+        assert sum(acc.values()) == len(_stream_bytes(path)), (path.name, acc)
+        assert min(acc.values()) >= 0, (path.name, acc)
+
+
+@pytest.mark.parametrize("cut", [24, 40, 200, -7])
+def test_damage_and_truncation_are_accounted_for(cut, tmp_path):
+    """A file cut anywhere, garbage in the middle, the same gzip-compressed: the bytes after
+    the damage are counted as unread, never lost."""
+    from tests.conftest import CAPTURES
+    data = (CAPTURES / "librdkafka_produce_consume.pcap").read_bytes()
+    for blob in (data[:cut], data[:200] + b"\xff" * 64 + data[200:],
+                 gzip.compress(data[:cut] + b"\x00" * 5)):
+        src = open_capture(io.BytesIO(blob))
+        pkts = list(src)
+        acc = src.accounting()
+        n = len(gzip.decompress(blob)) if blob[:2] == b"\x1f\x8b" else len(blob)
+        assert sum(acc.values()) == n and acc["packets"] == sum(len(p.data) for p in pkts)

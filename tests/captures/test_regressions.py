@@ -43,3 +43,15 @@ def test_header_decode_errors_count_their_bytes():
     [issue] = [i for i in issues if i.kind == "header_decode_error"]
     assert issue.length_bytes == 4 + 2 + 2 + 4 + 2 + len(b"short")
     assert [ex.correlation_id for ex in exchanges] == [8]
+
+
+def test_a_segment_lost_inside_a_frame_is_the_only_missing_part():
+    """300 bytes lost inside a 1,084-byte request: the request misses 300 bytes (it said 780:
+    the captured bytes after the gap were counted as never captured); the issue names both."""
+    exchanges, issues = exchanges_and_issues("segment_lost_inside_a_frame.pcap")
+    [ex] = exchanges
+    assert ex.status == "paired" and ex.request.frame_bytes == 1084
+    assert ex.request.missing_bytes == 300
+    [damaged] = [i for i in issues if i.kind == "frame_damaged"]
+    assert damaged.length_bytes == 300
+    assert "the 484 bytes captured after the gap are not decoded" in damaged.message
