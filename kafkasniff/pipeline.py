@@ -44,6 +44,20 @@ from kafkasniff.tls.connection import TlsConnection
 
 EXPIRE_EVERY_NS = 1_000_000_000  # look for idle connections once per second of capture time
 
+#: keys of :attr:`PipelineStats.bytes` for bytes understood: the headers of the capture file,
+#: its records and blocks; link/IP/TCP headers (and link padding); Kafka frames (size prefix
+#: included, as far as captured before a gap)
+DECODED_BYTES = ("capture_format", "packet_headers", "kafka_frames")
+#: keys of :attr:`PipelineStats.bytes` for bytes skipped, each its own reason: packets that
+#: are not TCP (by the reasons of ``skipped``), TCP payload already seen (retransmissions) or
+#: after a connection ended, TCP connections that carry no Kafka, TLS connections, bytes
+#: skipped finding a Kafka frame boundary, captured after a gap inside a frame, a frame size
+#: prefix cut by the end of its stream, pcapng blocks not read, damaged packet records, the
+#: rest of a file after damage stopped reading
+SKIPPED_BYTES = ("packets_not_tcp", "tcp_retransmitted", "tcp_ignored", "non_kafka", "tls",
+                 "kafka_resync", "kafka_after_gap", "kafka_truncated", "pcapng_blocks",
+                 "damaged_records", "unread")
+
 
 @dataclass(slots=True)
 class PipelineOptions:
@@ -102,6 +116,10 @@ class PipelineStats:
         exchanges: exchanges by status.
         issues: issues by kind.
         first_ts_ns / last_ts_ns: time span of the packets.
+        bytes: what became of every captured byte (see :data:`DECODED_BYTES` and
+            :data:`SKIPPED_BYTES` for the keys); once the capture is read to its end
+            (``Pipeline.finish``) the values add up to the captured bytes (the capture files'
+            bytes, decompressed; for live capture, the packets' bytes).
     """
 
     packets: int = 0
@@ -117,6 +135,7 @@ class PipelineStats:
     issues: Counter = field(default_factory=Counter)
     first_ts_ns: int = 0
     last_ts_ns: int = 0
+    bytes: Counter = field(default_factory=Counter)
 
     def to_dict(self) -> dict:
         """Every counter as plain JSON-able values (the counters by reason, status or kind
@@ -128,7 +147,8 @@ class PipelineStats:
                 "tls_connections": self.tls_connections,
                 "kafka07_connections": self.kafka07_connections,
                 "exchanges": dict(self.exchanges), "issues": dict(self.issues),
-                "first_ts_ns": self.first_ts_ns, "last_ts_ns": self.last_ts_ns}
+                "first_ts_ns": self.first_ts_ns, "last_ts_ns": self.last_ts_ns,
+                "bytes": {k: v for k, v in self.bytes.items() if v}}
 
 
 _GAP_KINDS = {
@@ -228,8 +248,10 @@ class Pipeline:
         seg = decode_packet(pkt)
         if type(seg) is Skipped:
             st.skipped[seg.reason] += 1
+            st.bytes["packets_not_tcp"] += len(pkt.data)
             return []
         st.tcp_segments += 1
+        st.bytes["packet_headers"] += len(pkt.data) - len(seg.payload)
         events = self._reassembler.feed(seg)
         out = self._dispatch(events) if events else []
         if pkt.ts_ns >= self._next_expire_ns:
@@ -242,7 +264,26 @@ class Pipeline:
     def finish(self) -> list[Record]:
         """End of input: close every connection (unanswered requests, partial frames)."""
         self._closed.clear()
-        return self._dispatch(self._reassembler.flush(self.stats.last_ts_ns or None))
+        out = self._dispatch(self._reassembler.flush(self.stats.last_ts_ns or None))
+        self._account_tcp()
+        return out
+
+    def account_source(self, accounting: dict) -> None:
+        """Add a capture file's own bytes (:meth:`PacketSource.accounting
+        <kafkasniff.capture.pcapfile.PacketSource.accounting>`, read to its end) to
+        :attr:`PipelineStats.bytes`; its packets' bytes were counted as they were fed."""
+        b = self.stats.bytes
+        b["capture_format"] += accounting["format"]
+        b["pcapng_blocks"] += accounting["skipped_blocks"]
+        b["damaged_records"] += accounting["damaged_records"]
+        b["unread"] += accounting["unread"]
+
+    def _account_tcp(self) -> None:
+        """TCP payload the reassembler did not deliver (retransmitted, ignored)."""
+        t = self._reassembler.stats
+        b = self.stats.bytes
+        b["tcp_retransmitted"] = t.retransmitted_bytes
+        b["tcp_ignored"] = t.ignored_bytes
 
     def feed_issue(self, issue: DecodeIssue) -> DecodeIssue:
         """Count an issue raised outside the pipeline (capture file damage) and return it."""
@@ -266,6 +307,7 @@ class Pipeline:
             elif t is _Other:
                 if type(ev) is StreamData:
                     self.stats.other_bytes += len(ev.data)
+                    self.stats.bytes["non_kafka"] += len(ev.data)
                 elif type(ev) is StreamClosed:
                     out.extend(self._to_other(state, ev))
             else:  # TlsConnection
@@ -324,6 +366,7 @@ class Pipeline:
         if kind is ConnectionKind.TLS:
             tls = TlsConnection(conn, verdict.client_dir, (bytes(first.data[0]),
                                                            bytes(first.data[1])))
+            st.bytes["tls"] += sum(len(e.data) for e in state.events if type(e) is StreamData)
             self.connections[conn.conn_id] = tls
             st.tls_connections += 1
             if verdict.client_dir < 0:
@@ -332,7 +375,9 @@ class Pipeline:
         if kind is ConnectionKind.OTHER:
             other = self.connections[conn.conn_id] = _Other(conn)
             st.other_connections += 1
-            st.other_bytes += sum(len(e.data) for e in state.events if type(e) is StreamData)
+            held = sum(len(e.data) for e in state.events if type(e) is StreamData)
+            st.other_bytes += held
+            st.bytes["non_kafka"] += held
             return self._to_other(other, ev) if t is StreamClosed else []
         if kind is ConnectionKind.KAFKA07:
             kafka = Kafka07Connection(self.ctx, conn, verdict.client_dir,
@@ -367,6 +412,12 @@ class Pipeline:
         out = app.on_close(ev.ts_ns, ev.reason)
         conn = app.tcp
         self._close(conn)
+        b = self.stats.bytes
+        for framer in app.framers:
+            b["kafka_frames"] += framer.framed_bytes
+            b["kafka_resync"] += framer.resync_bytes
+            b["kafka_after_gap"] += framer.after_gap_bytes
+            b["kafka_truncated"] += framer.truncated_bytes
         if self.options.meta_records:
             sasl = getattr(app, "sasl", None)
             kind = ConnectionKind.KAFKA if type(app) is KafkaConnection else ConnectionKind.KAFKA07
@@ -395,6 +446,7 @@ class Pipeline:
         t = type(ev)
         if t is StreamData:
             tls.on_data(ev.direction, ev.offset, ev.data)
+            self.stats.bytes["tls"] += len(ev.data)
             return []
         if t is not StreamClosed:
             return []
@@ -445,4 +497,5 @@ def analyze(sources: Iterable, options: PipelineOptions | None = None,
                     on_progress(packets.bytes_read, packets.total_bytes)
             for issue in packets.issues:
                 yield pipe.feed_issue(issue)
+            pipe.account_source(packets.accounting())
     yield from pipe.finish()

@@ -19,7 +19,7 @@ def summary_line(stats, shown: int | None = None) -> str:
 
     return "summary: " + "; ".join(summary_parts(
         stats.exchanges, stats.issues, stats.packets, stats.skipped, stats.kafka_connections,
-        stats.other_connections, shown))
+        stats.other_connections, shown, ledger=stats.bytes))
 
 
 @click.command("read")

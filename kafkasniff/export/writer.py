@@ -495,6 +495,7 @@ def export_captures(sources: list, out_dir: Path, *, options=None, with_records:
                         on_progress(packets.bytes_read, packets.total_bytes)
                 add([pipe.feed_issue(i) for i in packets.issues], capture=capture,
                     pipeline=pipe)
+                pipe.account_source(packets.accounting())
         add(pipe.finish(), capture=capture, pipeline=pipe)
     except BaseException:
         sink.abort()

@@ -96,7 +96,7 @@ def merge_stats(parts: list[dict]) -> dict:
     out: dict = {"packets": 0, "packet_bytes": 0, "skipped": {}, "tcp_segments": 0,
                  "kafka_connections": 0, "other_connections": 0, "other_bytes": 0,
                  "tls_connections": 0, "kafka07_connections": 0, "exchanges": {},
-                 "issues": {}, "first_ts_ns": 0, "last_ts_ns": 0}
+                 "issues": {}, "first_ts_ns": 0, "last_ts_ns": 0, "bytes": {}}
     for p in parts:
         if not p:
             continue

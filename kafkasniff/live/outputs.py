@@ -533,7 +533,8 @@ def summary_line(snap, shown: int | None, source: str) -> str:
 
     parts = summary_parts(snap.exchanges, snap.issues, snap.decoded,
                           snap.stats.get("skipped", {}), snap.kafka_connections,
-                          snap.other_connections, shown, packets_label="packets decoded")
+                          snap.other_connections, shown, packets_label="packets decoded",
+                          ledger=snap.stats.get("bytes"))
     cap = f"captured {snap.captured} packets from {source} in {snap.elapsed_s:.1f}s"
     if snap.kernel_received is not None:
         cap += f" (kernel: {snap.kernel_received} received, {snap.kernel_drops} dropped)"

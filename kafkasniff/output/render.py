@@ -281,14 +281,32 @@ def record_lines(ex: Exchange, max_value_bytes: int = DEFAULT_MAX_BYTES) -> list
     return out
 
 
+def _counts(d: dict) -> str:
+    """``"key n, key n"``, most frequent first."""
+    return ", ".join(f"{k} {v}" for k, v in sorted(d.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def bytes_part(ledger: dict) -> str:
+    """``"N bytes: D decoded, S skipped (reason n, ...)"`` of a
+    :attr:`~kafkasniff.pipeline.PipelineStats.bytes` ledger (every captured byte, decoded
+    or skipped with its reason)."""
+    from kafkasniff.pipeline import DECODED_BYTES
+
+    decoded = sum(ledger.get(k, 0) for k in DECODED_BYTES)
+    skipped = {k: v for k, v in ledger.items() if v and k not in DECODED_BYTES}
+    total = decoded + sum(skipped.values())
+    out = f"{total} bytes: {decoded} decoded, {sum(skipped.values())} skipped"
+    return out + (f" ({_counts(skipped)})" if skipped else "")
+
+
 def summary_parts(exchanges: dict, issues: dict, packets: int, skipped: dict,
                   kafka_connections: int, other_connections: int, shown: int | None = None,
-                  packets_label: str = "packets") -> list[str]:
+                  packets_label: str = "packets", ledger: dict | None = None) -> list[str]:
     """The parts of the final ``summary:`` line of ``read`` and ``live`` (exchanges by
     status, issues by kind, packets and skipped ones by reason, most frequent first;
-    connections), each a short text; ``shown`` when filters showed fewer exchanges."""
-    def counts(d: dict) -> str:
-        return ", ".join(f"{k} {v}" for k, v in sorted(d.items(), key=lambda kv: -kv[1]))
+    connections; every captured byte, decoded or skipped by reason, when ``ledger`` is
+    given), each a short text; ``shown`` when filters showed fewer exchanges."""
+    counts = _counts
 
     total = sum(exchanges.values())
     parts = [f"{total} exchanges" + (f" ({shown} shown)" if shown is not None and shown != total
@@ -299,6 +317,8 @@ def summary_parts(exchanges: dict, issues: dict, packets: int, skipped: dict,
     parts.append(f"{kafka_connections} Kafka connections")
     if other_connections:
         parts.append(f"{other_connections} other TCP connections")
+    if ledger:
+        parts.append(bytes_part(ledger))
     return parts
 
 

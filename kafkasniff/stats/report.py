@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from kafkasniff.output.render import bytes_part
 from kafkasniff.stats.aggregate import RELATIVE_ACCURACY
 
 
@@ -78,6 +79,8 @@ def render_report(report: dict, pipeline_stats: dict | None = None, top: int = 2
             issue_rows.append([f"skipped packets: {reason}", str(n)])
         if pipeline_stats.get("other_connections"):
             issue_rows.append(["other connections", str(pipeline_stats["other_connections"])])
+        for what, n in sorted(pipeline_stats.get("bytes", {}).items()):
+            issue_rows.append([f"bytes {what}", str(n)])
     statuses = report["total"]["statuses"]
     for s in ("unanswered", "orphan_response", "no_response_expected"):
         if statuses.get(s):
@@ -91,5 +94,7 @@ def render_report(report: dict, pipeline_stats: dict | None = None, top: int = 2
     if pipeline_stats:
         summary += (f"; {pipeline_stats['packets']} packets, "
                     f"{pipeline_stats['kafka_connections']} Kafka connections")
+        if pipeline_stats.get("bytes"):
+            summary += "; " + bytes_part(pipeline_stats["bytes"])
     parts.append(summary + "\n")
     return "\n".join(parts)

@@ -113,6 +113,9 @@ class ReassemblyStats:
         segments_ignored: segments that produced nothing: pure ACK/FIN/RST of unknown flows,
             segments of recently closed connections, data after a FIN (a repeated SYN or
             SYN-ACK counts as retransmitted, one with another ISN is a port reuse).
+        ignored_bytes: captured payload bytes neither delivered nor retransmitted: carried
+            by segments of recently closed connections or by a RST, or beyond a FIN. Every
+            payload byte fed is delivered (``StreamData``), retransmitted or ignored.
     """
 
     segments: int = 0
@@ -127,6 +130,7 @@ class ReassemblyStats:
     ooo_overflows: int = 0
     evictions: int = 0
     segments_ignored: int = 0
+    ignored_bytes: int = 0
 
     def as_dict(self) -> dict[str, int]:
         """Counter name to value."""
@@ -387,6 +391,7 @@ class TcpReassembler:
                 ds = self._open(seg, out)
             elif tomb is not None or not (seg.payload or seg.missing_bytes > 0):
                 stats.segments_ignored += 1
+                stats.ignored_bytes += len(seg.payload)
                 return out
             else:
                 ds = self._open(seg, out)
@@ -473,6 +478,7 @@ class TcpReassembler:
         if flags & (RST | FIN) and conn.closed_by < 0:
             conn.closed_by = ds.d
         if flags & RST:
+            self.stats.ignored_bytes += len(seg.payload)
             self._close(st, ts, "rst", out)
             return
         payload = seg.payload
@@ -538,8 +544,10 @@ class TcpReassembler:
         if fin is not None and end > fin:
             stats.segments_ignored += 1
             if off >= fin:
+                stats.ignored_bytes += len(data)
                 return
             if off + len(data) > fin:
+                stats.ignored_bytes += off + len(data) - fin
                 data = data[: fin - off]
                 missing = 0
             else:
@@ -657,6 +665,7 @@ class TcpReassembler:
             dropped = True
             if b is not None:
                 ds.ooo_bytes -= e - s
+                self.stats.ignored_bytes += e - max(s, fin)
             if s >= fin:
                 ooo.pop()
                 ds.starts.pop()

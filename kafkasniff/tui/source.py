@@ -372,6 +372,7 @@ class FileSource(ThreadedSource):
                 self.index.add_checkpoints(fno, cps[ncp:])
                 for issue in packets.issues:
                     handle([pipe.feed_issue(issue)])
+                pipe.account_source(packets.accounting())
                 done_before += packets.bytes_read
             if spool is not None:
                 spool.close()

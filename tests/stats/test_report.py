@@ -105,8 +105,10 @@ def test_issues_and_summary(report, decoded):
     assert summary.startswith(f"{n} exchanges, {with_errors} with errors, p50 ")
     assert f"max {max_ms:.2f} ms" in summary
     assert "(latency quantiles within 1% relative error, DDSketch)" in summary
-    assert summary.endswith(f"; {pstats['packets']} packets, "
-                            f"{pstats['kafka_connections']} Kafka connections")
+    assert f"; {pstats['packets']} packets, {pstats['kafka_connections']} Kafka " \
+        f"connections; " in summary
+    total = sum(pstats["bytes"].values())
+    assert summary.endswith(f"; {total} bytes: {total} decoded, 0 skipped")
     assert text.endswith("\n")
 
 

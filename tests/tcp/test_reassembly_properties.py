@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kafkasniff.capture.types import ACK, FIN, PSH, SYN, TcpSegment
-from kafkasniff.tcp import StreamClosed, TcpReassembler
+from kafkasniff.tcp import StreamClosed, StreamData, TcpReassembler
 
 from .test_reassembly import A_IP, A_PORT, B_IP, B_PORT, MASK, Streams
 
@@ -162,6 +162,10 @@ def _run(seed, data_a, data_b, isn_a, isn_b, *, drop_p=0.0, dup_p=0.0, window=1,
         assert conn.bytes[d] == len(expected)
         assert conn.gap_bytes[d] == sum(e - s_ for s_, e in expected_gaps)
         results.append((covered, fed_bytes[d]))
+    # every captured payload byte is delivered, retransmitted or ignored (nothing silently)
+    delivered = sum(len(ev.data) for ev in s.events if isinstance(ev, StreamData))
+    assert r.stats.payload_bytes == delivered + r.stats.retransmitted_bytes + \
+        r.stats.ignored_bytes
     return r, s, results
 
 
