@@ -137,6 +137,129 @@ def segment_lost_inside_a_frame() -> bytes:
     return c.bytes()
 
 
+# =========================================================================== memory and CPU
+
+def raw_batch(section: bytes, count: int, *, codec: int = 0, control: bool = False,
+              last_offset_delta: int = 0, base_offset: int = 0) -> bytes:
+    """A magic 2 record batch around an already encoded (and compressed) records
+    ``section`` whose header claims ``count`` records (CRC32C correct)."""
+    attrs = codec | (0x30 if control else 0)      # control batches are transactional
+    after_crc = (cc.i16(attrs) + cc.i32(last_offset_delta) + cc.i64(1_700_000_000_000)
+                 + cc.i64(1_700_000_000_000) + cc.i64(4242 if control else -1)
+                 + cc.i16(0 if control else -1) + cc.i32(-1) + cc.i32(count) + section)
+    return (cc.i64(base_offset) + cc.i32(4 + 1 + 4 + len(after_crc)) + cc.i32(0) + cc.i8(2)
+            + cc.u32(cc.crc32c(after_crc)) + after_crc)
+
+
+def fetch_exchange(c: Conversation, port: int, corr: int,
+                   partitions: list[tuple[int, bytes]], topic: str = "regression") -> None:
+    """A Fetch v11 request for ``topic`` and its response carrying ``partitions``
+    (index, records bytes)."""
+    c.request(port, 1, 11, corr, cc.fetch_request(11, [(topic, [(p, 0) for p, _ in partitions])]))
+    c.response(port, corr, cc.fetch_response(11, [(topic, [
+        {"partition": p, "high_watermark": 2_000_000, "records": data}
+        for p, data in partitions])]))
+
+
+def produce_exchange(c: Conversation, port: int, corr: int,
+                     partitions: list[tuple[int, bytes]], topic: str = "regression") -> None:
+    """A Produce v7 request (acks=1) carrying ``partitions`` and its response."""
+    c.request(port, 0, 7, corr, cc.produce_request(7, None, 1, [(topic, partitions)]))
+    c.response(port, corr, cc.produce_response(7, [(topic, [(p, 0) for p, _ in partitions])]))
+
+
+_COMMIT = cc.record_v2(0, 0, cc.i16(0) + cc.i16(1), cc.i16(0) + cc.i32(7), [])
+
+
+@regression("control_batch_bomb.pcap",
+            "Two zstd control batches of 1,000,000 records each in a few KB (transaction "
+            "markers, then markers whose key is one byte): control batches were decoded "
+            "record by record even without --records (stats went past 11 GB) with one "
+            "record_decode_error issue per bad record.")
+def control_batch_bomb() -> bytes:
+    n = 1_000_000
+    good = raw_batch(cc.zstd_compress(_COMMIT * n), n, codec=4, control=True)
+    bad_record = cc.record_v2(0, 0, b"\x00", cc.i16(0) + cc.i32(7), [])
+    bad = raw_batch(cc.zstd_compress(bad_record * n), n, codec=4, control=True,
+                    base_offset=n)
+    c = Conversation()
+    c.connect(50404)
+    fetch_exchange(c, 50404, 1, [(0, good), (1, bad)])
+    return c.bytes()
+
+
+@regression("records_1m.pcap",
+            "A zstd batch of 1,000,000 small records in a Fetch response: export --records "
+            "held every record of the batch as an object (1.23 GB).")
+def records_1m() -> bytes:
+    n = 1_000_000
+    batch = raw_batch(cc.zstd_compress(cc.record_v2(0, 0, None, b"v", []) * n), n, codec=4)
+    c = Conversation()
+    c.connect(50405)
+    fetch_exchange(c, 50405, 1, [(0, batch)])
+    return c.bytes()
+
+
+_MIB = 1024 * 1024
+_ZEROS_60M = None
+
+
+def _zero_batch(base_offset: int) -> bytes:
+    """A zstd batch whose records section decompresses to 60 MiB (under the 64 MiB batch
+    limit) in about 2 KB."""
+    global _ZEROS_60M
+    if _ZEROS_60M is None:
+        _ZEROS_60M = cc.zstd_compress(bytes(60 * _MIB))
+    return raw_batch(_ZEROS_60M, 1, codec=4, base_offset=base_offset)
+
+
+@regression("decompression_per_frame.pcap",
+            "One Produce request with 8 zstd batches of 60 MiB each (8 x 2 KB): every batch "
+            "passed the per-batch limit, nothing bounded the frame (480 MiB decompressed).")
+def decompression_per_frame() -> bytes:
+    c = Conversation()
+    c.connect(50406)
+    produce_exchange(c, 50406, 1, [(p, _zero_batch(p)) for p in range(8)])
+    return c.bytes()
+
+
+@regression("decompression_per_capture.pcap",
+            "60 Produce requests with 4 zstd batches of 60 MiB each: 500 KB of capture "
+            "decompressed to 14 GB, with no issue (nothing bounded the capture).")
+def decompression_per_capture() -> bytes:
+    c = Conversation()
+    c.connect(50407)
+    for corr in range(1, 61):
+        produce_exchange(c, 50407, corr, [(p, _zero_batch(p)) for p in range(4)])
+    return c.bytes()
+
+
+@regression("pending_requests_one_way.pcap",
+            "200 Produce requests of 2 KB on a connection whose responses were not captured: "
+            "pending requests were bounded by count only, so a one-way capture held every "
+            "request's bytes (a 524 MB one-way capture used 531 MB).")
+def pending_requests_one_way() -> bytes:
+    c = Conversation()
+    c.connect(50408)
+    batch = raw_batch(b"".join(cc.record_v2(i, 0, None, bytes(40), [])
+                               for i in range(45)), 45, last_offset_delta=44)
+    for corr in range(1, 201):
+        c.request(50408, 0, 7, corr, cc.produce_request(7, None, 1, [("regression",
+                                                                       [(0, batch)])]))
+    return c.bytes()
+
+
+@regression("record_count_implausible.pcap",
+            "A batch claiming 2^31-1 records holding one: it was counted as 2,147,483,647 "
+            "records, with no issue.")
+def record_count_implausible() -> bytes:
+    batch = raw_batch(cc.record_v2(0, 0, None, b"value", []), 2**31 - 1)
+    c = Conversation()
+    c.connect(50409)
+    produce_exchange(c, 50409, 1, [(0, batch)])
+    return c.bytes()
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("names", nargs="*", help="regression captures to write (default: all)")

@@ -67,3 +67,5 @@ class IssueKind(StrEnum):
     PENDING_OVERFLOW = "pending_overflow"
     # a bug in kafkasniff while decoding one frame: reported, analysis goes on
     INTERNAL_ERROR = "internal_error"
+    # a budget of kafkasniff.content.budgets spent: what it skipped is named, once
+    BUDGET_EXHAUSTED = "budget_exhausted"

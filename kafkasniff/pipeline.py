@@ -23,6 +23,7 @@ from typing import Iterable, Iterator, Union
 from kafkasniff.capture.packet import decode_packet
 from kafkasniff.capture.types import CapturedPacket, Skipped
 from kafkasniff.classify import DEFAULT_PORTS, Classifier, FirstBytes
+from kafkasniff.content.budgets import BudgetMeter, Budgets
 from kafkasniff.content.summary import TopicRegistry
 from kafkasniff.issues import IssueKind, Severity
 from kafkasniff.model import (
@@ -83,6 +84,9 @@ class PipelineOptions:
         meta_records: also yield a :class:`ConnectionSummary` when each TCP connection ends
             and a :class:`TopicName` when a topic id is first seen with its name (exports).
         first_conn_id: id of the first connection (parallel decoders use disjoint ranges).
+        budgets: decompressed bytes, decoded records, issues and pending-request bytes per
+            frame and per capture (:class:`kafkasniff.content.budgets.Budgets`, documented
+            defaults); what was spent and skipped is in :attr:`PipelineStats.budgets`.
     """
 
     ports: frozenset[int] = DEFAULT_PORTS
@@ -99,6 +103,7 @@ class PipelineOptions:
     wire_format: str = "auto"
     meta_records: bool = False
     first_conn_id: int = 0
+    budgets: Budgets = field(default_factory=Budgets)
 
 
 @dataclass(slots=True)
@@ -120,6 +125,8 @@ class PipelineStats:
             :data:`SKIPPED_BYTES` for the keys); once the capture is read to its end
             (``Pipeline.finish``) the values add up to the captured bytes (the capture files'
             bytes, decompressed; for live capture, the packets' bytes).
+        budgets: what the analysis spent of its budgets and what they skipped
+            (:class:`kafkasniff.content.budgets.BudgetMeter`).
     """
 
     packets: int = 0
@@ -136,6 +143,7 @@ class PipelineStats:
     first_ts_ns: int = 0
     last_ts_ns: int = 0
     bytes: Counter = field(default_factory=Counter)
+    budgets: BudgetMeter = field(default_factory=BudgetMeter)
 
     def to_dict(self) -> dict:
         """Every counter as plain JSON-able values (the counters by reason, status or kind
@@ -148,7 +156,8 @@ class PipelineStats:
                 "kafka07_connections": self.kafka07_connections,
                 "exchanges": dict(self.exchanges), "issues": dict(self.issues),
                 "first_ts_ns": self.first_ts_ns, "last_ts_ns": self.last_ts_ns,
-                "bytes": {k: v for k, v in self.bytes.items() if v}}
+                "bytes": {k: v for k, v in self.bytes.items() if v},
+                "budgets": self.budgets.to_dict()}
 
 
 _GAP_KINDS = {
@@ -206,7 +215,9 @@ class Pipeline:
         self.ctx = PairingContext.create(self.defs, max_frame_bytes=o.max_frame_bytes,
                                          max_pending=o.max_pending, with_records=o.with_records,
                                          max_uncompressed_bytes=o.max_uncompressed_bytes,
-                                         show_secrets=o.show_secrets)
+                                         show_secrets=o.show_secrets, budgets=o.budgets)
+        self._listed: Counter = Counter()   # standalone issues listed, by kind
+        self._issue_budget = o.budgets.limit("capture_issues")
         self.classifier = Classifier(self.defs, self.ctx.request_validator(), ports=o.ports,
                                      detect=o.detect, wire_format=o.wire_format)
         self._reassembler = TcpReassembler(max_ooo_bytes=o.max_ooo_bytes,
@@ -214,7 +225,7 @@ class Pipeline:
                                            idle_timeout_ns=o.idle_timeout_s * 10**9,
                                            first_conn_id=o.first_conn_id)
         self.topics.record_learned = o.meta_records
-        self.stats = PipelineStats()
+        self.stats = PipelineStats(budgets=self.ctx.content.meter)
         self.connections: dict[int, ConnectionState] = {}
         self._closed: dict[int, TcpConnection] = {}     # closed during the last call
         self._next_expire_ns = 0
@@ -319,6 +330,7 @@ class Pipeline:
                 out.extend(TopicName(tid, name, ts) for tid, name in learned)
                 learned.clear()
         st = self.stats
+        over = False
         for rec in out:
             t = type(rec)
             if t is Exchange:
@@ -327,7 +339,42 @@ class Pipeline:
                     st.issues[iss.kind] += 1
             elif t is DecodeIssue:
                 st.issues[rec.kind] += 1
-        return out
+                self._listed[rec.kind] += 1
+                if self._listed[rec.kind] > self._issue_budget:
+                    over = True
+        return self._over_issue_budget(out) if over else out
+
+    def _over_issue_budget(self, out: list) -> list:
+        """Drop the standalone issues of a kind beyond the ``capture_issues`` budget (they
+        stay counted in :attr:`PipelineStats.issues`); the first dropped one of each kind
+        becomes one ``budget_exhausted`` issue saying so."""
+        limit = self._issue_budget
+        meter = self.ctx.content.meter
+        seen: Counter = Counter()
+        kept = []
+        # how many of each kind were listed before this batch of records
+        before = Counter(self._listed)
+        for rec in out:
+            if type(rec) is DecodeIssue:
+                before[rec.kind] -= 1
+        for rec in out:
+            if type(rec) is not DecodeIssue:
+                kept.append(rec)
+                continue
+            seen[rec.kind] += 1
+            if before[rec.kind] + seen[rec.kind] <= limit:
+                kept.append(rec)
+                continue
+            meter.skipped["capture_issues"] += 1
+            if meter.first_report(f"capture_issues:{rec.kind}"):
+                budget = DecodeIssue(IssueKind.BUDGET_EXHAUSTED, Severity.WARNING,
+                                     f"budget capture_issues ({limit} per kind) spent: later "
+                                     f"{rec.kind} issues are counted (stats) but not listed; "
+                                     f"raise it with --budget capture_issues=N", rec.ts_ns,
+                                     rec.connection_id, rec.client, rec.broker)
+                self.stats.issues[budget.kind] += 1
+                kept.append(budget)
+        return kept
 
     def _open(self, conn: TcpConnection) -> ConnectionState:
         """A connection seen for the first time: start classifying it."""

@@ -22,6 +22,7 @@ class InputOptions:
     max_uncompressed_bytes: int = 64 * 1024 * 1024
     show_secrets: bool = False
     wire_format: str = "auto"
+    budgets: object = None      # kafkasniff.content.budgets.Budgets; None: the defaults
 
     def pipeline_options(self, **extra):
         """The :class:`~kafkasniff.pipeline.PipelineOptions` of these inputs; ``extra`` sets
@@ -33,7 +34,28 @@ class InputOptions:
                                definitions_dir=self.definitions,
                                max_uncompressed_bytes=self.max_uncompressed_bytes,
                                show_secrets=self.show_secrets, wire_format=self.wire_format,
-                               **extra)
+                               **({"budgets": self.budgets} if self.budgets else {}), **extra)
+
+
+def _store_budgets(ctx: click.Context, _param, specs: tuple[str, ...]):
+    if specs:
+        from kafkasniff.content.budgets import parse_budgets
+        from kafkasniff.errors import KafkaSniffError
+
+        try:
+            ctx.meta["kafkasniff.budgets"] = parse_budgets(specs)
+        except KafkaSniffError as exc:
+            raise click.BadParameter(str(exc)) from None
+    return specs
+
+
+budget_option = click.option(
+    "--budget", "budget_specs", multiple=True, metavar="NAME=VALUE", expose_value=False,
+    callback=_store_budgets,
+    help="Change a work/memory budget (repeatable; K/M/G suffixes, 0 = unbounded): "
+         "frame_uncompressed_bytes, capture_uncompressed_bytes, capture_uncompressed_ratio, "
+         "frame_records, capture_records, frame_issues, capture_issues, pending_bytes "
+         "(docs/budgets.md).")
 
 
 def input_options(func):
@@ -64,6 +86,7 @@ def input_options(func):
         click.option("--show-secrets", is_flag=True,
                      help="Show SASL passwords, SCRAM proofs, OAuth and GSSAPI tokens and "
                           "delegation-token HMACs instead of redacting them."),
+        budget_option,
     ]
     for o in reversed(opts):
         func = o(func)
@@ -80,8 +103,10 @@ def parse_inputs(files, read_files, ports, detect, max_frame_bytes, definitions,
         raise click.UsageError("no capture given: pass FILE... or -r FILE ('-' for stdin)")
     if sources.count("-") > 1:
         raise click.UsageError("stdin ('-') can be read only once")
+    ctx = click.get_current_context(silent=True)
+    budgets = ctx.meta.get("kafkasniff.budgets") if ctx is not None else None
     return InputOptions(sources, tuple(ports), detect, max_frame_bytes, definitions,
-                        max_uncompressed_bytes, show_secrets, wire_format)
+                        max_uncompressed_bytes, show_secrets, wire_format, budgets)
 
 
 class Progress:

@@ -15,7 +15,7 @@ import time
 
 import click
 
-from kafkasniff.cli.inputs import fail
+from kafkasniff.cli.inputs import budget_option, fail
 from kafkasniff.errors import KafkaSniffError
 
 DEFAULT_BUFFER_MB = 64
@@ -57,6 +57,7 @@ def _tui_available() -> bool:
 @click.option("--wire-format", type=click.Choice(["auto", "modern", "0.7"]), default="auto",
               show_default=True, help="Kafka wire format.")
 @click.option("--show-secrets", is_flag=True, help="Do not redact SASL secrets and tokens.")
+@budget_option
 @click.option("--tui/--no-tui", default=None,
               help="Terminal UI (default on a terminal) or lines like 'read'.")
 @click.option("--json", "as_json", is_flag=True,
@@ -176,7 +177,9 @@ def live_command(iface, read_file, bpf, ports, detect, max_frame_bytes, definiti
                   "max_frame_bytes": max_frame_bytes, "definitions_dir": definitions,
                   "max_uncompressed_bytes": max_uncompressed_bytes,
                   "show_secrets": show_secrets, "wire_format": wire_format,
-                  "with_records": with_records},
+                  "with_records": with_records,
+                  **({"budgets": click.get_current_context().meta["kafkasniff.budgets"]}
+                     if "kafkasniff.budgets" in click.get_current_context().meta else {})},
         output=output, color=color, with_records=with_records, value_bytes=value_bytes,
         show_issues=not no_issues,
         filters={"api": api, "client": client, "topic": topic, "errors_only": errors_only,

@@ -59,6 +59,8 @@ def read_command(files, read_files, ports, detect, max_frame_bytes, definitions,
         issue_to_dict,
         json_default,
         record_lines,
+        streams,
+        write_json,
     )
     from kafkasniff.pipeline import Pipeline, analyze
 
@@ -82,8 +84,8 @@ def read_command(files, read_files, ports, detect, max_frame_bytes, definitions,
                 if keep is not None and not keep(rec):
                     continue
                 if as_json:
-                    out.write(json.dumps(exchange_to_dict(rec, value_bytes, convert=False),
-                                         ensure_ascii=False, default=default))
+                    write_json(exchange_to_dict(rec, value_bytes, convert=False), out, default,
+                               with_records and streams(rec))
                 else:
                     out.write(exchange_line(rec, color))
                     if with_records:

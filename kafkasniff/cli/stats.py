@@ -41,6 +41,8 @@ def stats_command(files, read_files, ports, detect, max_frame_bytes, definitions
         progress.close()
         fail(str(exc))
     progress.close()
+    for kind, n in pipe.stats.issues.items():   # issues beyond the capture_issues budget
+        agg.issues[kind] = max(agg.issues[kind], n)
     pstats = pipe.stats.to_dict()
     report = agg.to_dict()
     try:

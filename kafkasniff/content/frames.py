@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from kafkasniff.content.embedded import GROUP_APIS, EmbeddedDecoder, embedded_topics
+from kafkasniff.content.budgets import Budgets, BudgetMeter
 from kafkasniff.content.records import RecordsLocator, decode_located, summarize
 from kafkasniff.content.sasl import REDACTED_APIS, Redacted, is_secret_api, parse_token, redact_body
 from kafkasniff.content.summary import Summarizer, TopicRegistry
@@ -143,11 +144,14 @@ class ContentDecoder:
         show_secrets: keep SASL tokens, SCRAM credentials, delegation-token HMACs and
             sensitive configs instead of redacting them.
         registry: the topic-id registry to learn into and resolve from (default: a new one).
+        budgets: the analysis' :class:`~kafkasniff.content.budgets.Budgets` (default: the
+            documented defaults); what was spent is in :attr:`meter`.
     """
 
     def __init__(self, defs: Definitions, *, with_records: bool = False,
                  max_uncompressed_bytes: int = DEFAULT_MAX_BYTES, show_secrets: bool = False,
-                 registry: TopicRegistry | None = None) -> None:
+                 registry: TopicRegistry | None = None, budgets: Budgets | None = None
+                 ) -> None:
         self.defs = defs
         self.decoder = BodyDecoder(defs)
         self.summarizer = Summarizer(defs, registry)
@@ -156,6 +160,7 @@ class ContentDecoder:
         self.with_records = with_records
         self.max_uncompressed_bytes = max_uncompressed_bytes
         self.show_secrets = show_secrets
+        self.meter = BudgetMeter(budgets)
         self._candidates: list = []
 
     @property
@@ -339,8 +344,16 @@ class ContentDecoder:
               payload: bytes, body_offset: int, request_body: dict | None,
               mechanism: str | None) -> DecodedFrame:
         try:
-            return self._decode_body(header, api_key, api_version, is_response, payload,
-                                     body_offset, request_body, mechanism)
+            out = self._decode_body(header, api_key, api_version, is_response, payload,
+                                    body_offset, request_body, mechanism)
+            limit = self.meter.budgets.frame_issues
+            if 0 < limit < len(out.issues):
+                self.meter.skipped["frame_issues"] += len(out.issues) - limit
+                out.issues[limit:] = [BodyIssue(
+                    IssueKind.BUDGET_EXHAUSTED, f"budget frame_issues ({limit}) spent: "
+                    f"{len(out.issues) - limit} more issues of this frame not listed; raise it "
+                    f"with --budget frame_issues=N", "", out.issues[limit].offset)]
+            return out
         except Exception as exc:  # noqa: BLE001 - a bug must not lose the frame's exchange
             out = self._raw(header, payload, body_offset, api_key)
             out.api_key, out.api_version = api_key, api_version
@@ -394,7 +407,8 @@ class ContentDecoder:
                    replace(loc, resolved_topic=names[loc.topic_id]) for loc in located]
         issues += decode_located(located, with_records=self.with_records,
                                  max_uncompressed_bytes=self.max_uncompressed_bytes,
-                                 defs=self.defs, partial_is_issue=not is_response)
+                                 defs=self.defs, partial_is_issue=not is_response,
+                                 meter=self.meter)
         return issues, summarize(located), tuple(located)
 
     @staticmethod

@@ -12,6 +12,9 @@ condenses them into what a line of ``read`` shows.
 
 from __future__ import annotations
 
+from collections import Counter
+
+from kafkasniff.content.budgets import BudgetMeter, Budgets
 from kafkasniff.issues import IssueKind
 from kafkasniff.model import LocatedRecords, RecordsSummary
 from kafkasniff.protocol.lenient import BodyIssue
@@ -63,17 +66,55 @@ _ISSUE_KINDS = {
 }
 
 
-def decode_located(located: list[LocatedRecords], *, with_records: bool, max_uncompressed_bytes: int,
-                   defs, partial_is_issue: bool) -> list[BodyIssue]:
-    """Decode every located records field in place; returns the issues (offsets are frame
-    offsets). ``partial_is_issue``: a batch cut at the end of the data is a problem here
-    (a Produce request) rather than normal (a Fetch response)."""
+def decode_located(located: list[LocatedRecords], *, with_records: bool,
+                   max_uncompressed_bytes: int, defs, partial_is_issue: bool,
+                   meter: BudgetMeter | None = None) -> list[BodyIssue]:
+    """Decode every located records field (the fields of one frame) in place; returns the
+    issues (offsets are frame offsets). ``partial_is_issue``: a batch cut at the end of the
+    data is a problem here (a Produce request) rather than normal (a Fetch response).
+
+    ``meter``: the capture's :class:`~kafkasniff.content.budgets.BudgetMeter`; the frame's
+    and the capture's decompression and record budgets bound the decoding, and reaching one
+    is a single ``budget_exhausted`` issue (per frame for a frame budget, per capture for a
+    capture budget) naming what was skipped.
+    """
     issues: list[BodyIssue] = []
+    if meter is not None:
+        budgets = meter.budgets
+        frame_bytes = budgets.limit("frame_uncompressed_bytes")
+        frame_records = budgets.limit("frame_records")
+        skipped: Counter = Counter()
     for loc in located:
         raw = loc.records
         if raw.decoded is None:
-            raw.decoded = decode_records(raw.data, with_records=with_records,
-                                         max_uncompressed_bytes=max_uncompressed_bytes, defs=defs)
+            if meter is None:
+                raw.decoded = decode_records(raw.data, with_records=with_records,
+                                             max_uncompressed_bytes=max_uncompressed_bytes,
+                                             defs=defs)
+            else:
+                meter.record_bytes += raw.size_bytes
+                capture_bytes = meter.capture_uncompressed_left()
+                capture_records = meter.capture_records_left()
+                rs = raw.decoded = decode_records(
+                    raw.data, with_records=with_records,
+                    max_uncompressed_bytes=max_uncompressed_bytes, defs=defs,
+                    max_total_uncompressed_bytes=min(frame_bytes, capture_bytes),
+                    max_records=min(frame_records, capture_records))
+                frame_bytes -= rs.decompressed_bytes
+                meter.uncompressed_bytes += rs.decompressed_bytes
+                n = 0
+                if with_records:
+                    n = sum(len(b.records) for b in rs.batches if b.records is not None)
+                    frame_records -= n
+                    meter.records += n
+                if rs.not_decompressed:
+                    name = ("capture_uncompressed_bytes" if capture_bytes <= frame_bytes
+                            + rs.decompressed_bytes else "frame_uncompressed_bytes")
+                    skipped[name] += rs.not_decompressed
+                if rs.not_decoded:
+                    name = ("capture_records" if capture_records <= frame_records + n
+                            else "frame_records")
+                    skipped[name] += rs.not_decoded
         rs = raw.decoded
         base = raw.offset if raw.offset >= 0 else 0
         for ri in rs.issues:
@@ -84,7 +125,31 @@ def decode_located(located: list[LocatedRecords], *, with_records: bool, max_unc
                                     f"the records data ends {rs.partial_tail_bytes} bytes into "
                                     f"an incomplete batch", loc.field_path,
                                     base + rs.size_bytes - rs.partial_tail_bytes))
+    if meter is not None and skipped:
+        for name, count in skipped.items():
+            meter.skipped[name] += count
+            capture_wide = name.startswith("capture_")
+            if capture_wide and not meter.first_report(name):
+                continue
+            issues.append(BodyIssue(IssueKind.BUDGET_EXHAUSTED,
+                                    _budget_message(name, budgets, count, capture_wide),
+                                    located[0].field_path, max(located[0].records.offset, 0)))
     return issues
+
+
+def _budget_message(name: str, budgets: Budgets, count: int, capture_wide: bool) -> str:
+    what = ("not decompressed (their sizes are unknown; counts, offsets and timestamps come "
+            "from the batch headers)" if name.endswith("_bytes") else
+            "summarised without their records")
+    if name == "capture_uncompressed_bytes":
+        limit = (f"{budgets.capture_uncompressed_bytes} bytes or "
+                 f"{budgets.capture_uncompressed_ratio}x the record bytes seen")
+    else:
+        limit = f"{getattr(budgets, name)}"
+    later = "; the batches after it in this capture are too (counted in the budgets " \
+            "summary)" if capture_wide else ""
+    return (f"budget {name} ({limit}) spent: {count} record batch(es) of this frame "
+            f"{what}{later}; raise it with --budget {name}=N")
 
 
 def summarize(located: list[LocatedRecords]) -> RecordsSummary | None:
@@ -109,7 +174,13 @@ def summarize(located: list[LocatedRecords]) -> RecordsSummary | None:
             partial = True
         for b in rs.batches:
             batches += 1
-            records += b.record_count
+            # a count the records section cannot hold (a record_decode_error says so) adds
+            # only what could fit: one crafted header must not add two billion records
+            n = b.record_count
+            if b.magic == 2 and b.uncompressed_bytes is not None \
+                    and n > b.uncompressed_bytes // 7:
+                n = b.uncompressed_bytes // 7
+            records += max(n, 0)
             codecs[b.codec] = None
             magics[b.magic] = None
             if b.timestamp_type:

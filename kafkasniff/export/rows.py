@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+from collections.abc import Iterable, Iterator
 from functools import lru_cache
 
 from kafkasniff.content.records import RecordsLocator, summarize
@@ -353,13 +354,13 @@ def _record_sides(ex: Exchange, defs) -> set[int]:
     return {id(loc.records) for loc in _LOCATOR.find(qplan, ex.request.body)}
 
 
-def record_rows(ex: Exchange, xid: str, capture: str, defs) -> list[dict]:
+def record_rows(ex: Exchange, xid: str, capture: str, defs) -> Iterator[dict]:
     """One row per decoded record of every batch of every records field of the exchange
-    (records are decoded only when the pipeline ran with ``with_records``)."""
+    (records are decoded only when the pipeline ran with ``with_records``), yielded one at
+    a time: a batch of a million records is streamed, never held as rows."""
     if not ex.record_fields:
-        return []
+        return
     in_request = _record_sides(ex, defs)
-    rows = []
     for loc in ex.record_fields:
         rs = loc.records.decoded
         if rs is None:
@@ -403,8 +404,7 @@ def record_rows(ex: Exchange, xid: str, capture: str, defs) -> list[dict]:
                 row["headers"] = [{"key": k, "value": v if v is None or type(v) is bytes
                                    else bytes(v)} for k, v in r.headers]
                 row["control_type"] = r.control.get("type_name") if r.control else None
-                rows.append(row)
-    return rows
+                yield row
 
 
 # ------------------------------------------------------------------------------- exchanges
@@ -416,9 +416,10 @@ def _topics(ex: Exchange) -> list[str]:
 
 
 def exchange_rows(ex: Exchange, capture: str, conn_key: str, *, defs=None,
-                  with_records: bool = False) -> dict[str, list[dict]]:
+                  with_records: bool = False) -> dict[str, Iterable[dict]]:
     """Rows of one exchange: ``{"exchanges": [row], "partitions": [...], "issues": [...],
-    "records": [...]}`` (``records`` only with ``with_records``).
+    "records": iterator}`` (``records`` only with ``with_records``; an iterator of
+    :func:`record_rows`, to be consumed once, in chunks).
 
     Args:
         ex: the exchange.

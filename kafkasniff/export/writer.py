@@ -26,6 +26,7 @@ import datetime as _dt
 import json
 import os
 from collections import OrderedDict
+from itertools import islice
 from pathlib import Path
 from typing import Callable, Iterable
 
@@ -327,13 +328,22 @@ class ExportSink:
         if w.close(keep_empty=keep_empty):
             self.files.append(w.path)
 
-    def add_rows(self, table: str, rows: list[dict]) -> None:
-        """Write rows of ``table`` (rows of a table not in :attr:`tables` are ignored)."""
-        if not rows or table not in self.counts:
+    def add_rows(self, table: str, rows: Iterable[dict]) -> None:
+        """Write rows of ``table`` (a list, or an iterator consumed in chunks: a million
+        record rows are never held at once); rows of a table not in :attr:`tables` are
+        ignored."""
+        if table not in self.counts:
             return
         step = _CHECK_EVERY_ROWS
-        for i in range(0, len(rows), step):
-            chunk = rows[i:i + step] if len(rows) > step else rows
+        if type(rows) is list:
+            if not rows:
+                return
+            chunks = [rows] if len(rows) <= step else \
+                (rows[i:i + step] for i in range(0, len(rows), step))
+        else:
+            it = iter(rows)
+            chunks = iter(lambda: list(islice(it, step)), [])
+        for chunk in chunks:
             if not self.partition_by:
                 self._writer(table, chunk[0]).write_many(chunk)
             else:
@@ -374,6 +384,8 @@ class ExportSink:
             try:
                 tables = _rows.exchange_rows(rec, capture, ck, defs=self.defs,
                                              with_records=self.with_records)
+                for table, rows in tables.items():
+                    self.add_rows(table, rows)
             except Exception as exc:  # noqa: BLE001 - a kafkasniff bug on one exchange
                 self.internal_errors += 1
                 issue = DecodeIssue(
@@ -384,8 +396,6 @@ class ExportSink:
                     api_version=rec.api_version)
                 self.add_rows("issues", [_rows.issue_row(issue, capture, ck, None, rec.ts_ns)])
                 return
-            for table, rows in tables.items():
-                self.add_rows(table, rows)
         elif t is DecodeIssue:
             ck = None
             if rec.connection_id >= 0 and conn_first_ts_ns is not None:

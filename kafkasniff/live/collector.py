@@ -91,20 +91,27 @@ class Snapshot:
                 "skipped": self.stats.get("skipped", {})}
 
 
+def _add_into(into: dict, counts: dict) -> None:
+    """Add nested counters ``counts`` into ``into``."""
+    for k, v in counts.items():
+        if isinstance(v, dict):
+            _add_into(into.setdefault(k, {}), v)
+        else:
+            into[k] = into.get(k, 0) + v
+
+
 def merge_stats(parts: list[dict]) -> dict:
     """Sum decoder stats dicts."""
     out: dict = {"packets": 0, "packet_bytes": 0, "skipped": {}, "tcp_segments": 0,
                  "kafka_connections": 0, "other_connections": 0, "other_bytes": 0,
                  "tls_connections": 0, "kafka07_connections": 0, "exchanges": {},
-                 "issues": {}, "first_ts_ns": 0, "last_ts_ns": 0, "bytes": {}}
+                 "issues": {}, "first_ts_ns": 0, "last_ts_ns": 0, "bytes": {}, "budgets": {}}
     for p in parts:
         if not p:
             continue
         for k, v in p.items():
             if isinstance(v, dict):
-                d = out[k]
-                for kk, vv in v.items():
-                    d[kk] = d.get(kk, 0) + vv
+                _add_into(out.setdefault(k, {}), v)
             elif k == "first_ts_ns":
                 if v and (not out[k] or v < out[k]):
                     out[k] = v

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import base64
 import datetime as _dt
+import json
+from collections.abc import Iterator
 
 from kafkasniff.model import DecodeIssue, Exchange, Message
 from kafkasniff.output.values import DEFAULT_MAX_BYTES, describe_bytes
@@ -85,8 +87,74 @@ def batch_to_dict(b, max_value_bytes: int = DEFAULT_MAX_BYTES,
         "crc_ok": b.crc_ok, "partial": b.partial,
     }
     if with_records and b.records is not None:
-        out["records"] = [record_to_dict(r, max_value_bytes) for r in b.records]
+        if type(b.records) is tuple:
+            out["records"] = [record_to_dict(r, max_value_bytes) for r in b.records]
+        else:   # a large batch: its records are rendered as they are written
+            out["records"] = StreamedRecords(b.records, max_value_bytes)
     return out
+
+
+class StreamedRecords:
+    """The records of a large batch (:class:`~kafkasniff.protocol.records.LazyRecords`) in
+    a dict to be written as JSON: :func:`write_json` renders and writes them one at a time;
+    any other ``json.dumps`` with :func:`json_default` gets the whole list (``to_json``)."""
+
+    __slots__ = ("records", "max_value_bytes")
+
+    def __init__(self, records, max_value_bytes: int) -> None:
+        self.records = records
+        self.max_value_bytes = max_value_bytes
+
+    def __iter__(self):
+        m = self.max_value_bytes
+        return (record_to_dict(r, m) for r in self.records)
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+    def to_json(self) -> list:
+        return list(self)
+
+
+def streams(ex: Exchange) -> bool:
+    """Whether the exchange holds a large batch whose records :func:`write_json` streams."""
+    for loc in ex.record_fields:
+        rs = loc.records.decoded
+        if rs is not None and any(b.records is not None and type(b.records) is not tuple
+                                  for b in rs.batches):
+            return True
+    return False
+
+
+def write_json(obj: dict, out, default, streamed: bool) -> None:
+    """Write ``obj`` as one line of JSON to text stream ``out`` (UTF-8, no ASCII escaping);
+    with ``streamed`` (see :func:`streams`) the records of large batches
+    (:class:`StreamedRecords`) are rendered and written one at a time."""
+    if not streamed:
+        out.write(json.dumps(obj, ensure_ascii=False, default=default))
+        return
+    parked: list = []
+
+    def park(value):
+        if type(value) is StreamedRecords:
+            parked.append(value)
+            return f"\x00streamed-records-{len(parked) - 1}\x00"
+        return default(value)
+
+    text = json.dumps(obj, ensure_ascii=False, default=park)
+    write = out.write
+    for i, streamed_records in enumerate(parked):
+        marker = json.dumps(f"\x00streamed-records-{i}\x00")
+        before, _, text = text.partition(marker)
+        write(before)
+        write("[")
+        sep = ""
+        for rec in streamed_records:
+            write(sep)
+            write(json.dumps(rec, ensure_ascii=False, default=default))
+            sep = ", "
+        write("]")
+    write(text)
 
 
 def record_to_dict(r, max_value_bytes: int = DEFAULT_MAX_BYTES) -> dict:
@@ -256,11 +324,11 @@ def records_summary_line(r) -> str:
     return text
 
 
-def record_lines(ex: Exchange, max_value_bytes: int = DEFAULT_MAX_BYTES) -> list[str]:
-    """Indented lines, one per record of the exchange (``read --records``)."""
+def record_lines(ex: Exchange, max_value_bytes: int = DEFAULT_MAX_BYTES) -> Iterator[str]:
+    """Indented lines, one per record of the exchange (``read --records``), yielded one at
+    a time."""
     from kafkasniff.output.values import short
 
-    out = []
     for loc in ex.record_fields:
         rs = loc.records.decoded
         if rs is None:
@@ -277,8 +345,7 @@ def record_lines(ex: Exchange, max_value_bytes: int = DEFAULT_MAX_BYTES) -> list
                         f"{k}:{short(describe_bytes(v, max_value_bytes), 24)}" for k, v in r.headers)
                 if r.control is not None:
                     line += f" control={r.control.get('type_name')}"
-                out.append(line)
-    return out
+                yield line
 
 
 def _counts(d: dict) -> str:

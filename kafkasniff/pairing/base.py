@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from kafkasniff.content.budgets import Budgets
 from kafkasniff.content.frames import ContentDecoder, DecodedFrame
 from kafkasniff.issues import IssueKind, Severity
 from kafkasniff.model import DecodeIssue, Exchange, Message
@@ -56,6 +57,10 @@ class PairingContext:
             waiting for the broker's); beyond it the oldest becomes ``unanswered`` (requests
             with a ``pending_overflow`` issue).
         infer_orphans: guess the layout of responses whose request was not captured.
+        pending_bytes: frame bytes of the requests waiting for a response, all connections
+            together; above the content decoder's ``pending_bytes`` budget
+            (:mod:`kafkasniff.content.budgets`) a connection adding a request gives up its
+            oldest ones (``pending_overflow``), keeping at least the newest.
     """
 
     defs: Definitions
@@ -63,19 +68,24 @@ class PairingContext:
     max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES
     max_pending: int = DEFAULT_MAX_PENDING
     infer_orphans: bool = True
+    pending_bytes: int = 0
     _request_validator: object = field(default=None, repr=False)
 
     @classmethod
     def create(cls, defs: Definitions, *, with_records: bool = False,
                max_uncompressed_bytes: int = DEFAULT_MAX_BYTES, show_secrets: bool = False,
-               **options) -> "PairingContext":
+               budgets: Budgets | None = None, **options) -> "PairingContext":
         """A context with a fresh content decoder for ``defs``; ``with_records``,
-        ``max_uncompressed_bytes`` and ``show_secrets`` configure the content decoder, the
-        other keyword arguments the context's fields."""
+        ``max_uncompressed_bytes``, ``show_secrets`` and ``budgets`` configure the content
+        decoder, the other keyword arguments the context's fields."""
         content = ContentDecoder(defs, with_records=with_records,
                                  max_uncompressed_bytes=max_uncompressed_bytes,
-                                 show_secrets=show_secrets)
+                                 show_secrets=show_secrets, budgets=budgets)
         return cls(defs, content, **options)
+
+    @property
+    def max_pending_bytes(self) -> int:
+        return self.content.meter.budgets.limit("pending_bytes")
 
     def request_validator(self):
         """The request-frame validator (:func:`kafkasniff.protocol.detect.request_validator`),

@@ -54,6 +54,7 @@ class _Pending:
     issues: list
     seq: int = 0
     waiting: bool = True        # False once answered, given up or flushed
+    nbytes: int = 0             # frame bytes (counted in the context's pending_bytes)
 
 
 class KafkaConnection(PairingConnection):
@@ -69,13 +70,15 @@ class KafkaConnection(PairingConnection):
     :class:`~kafkasniff.content.sasl.SaslSession` once a SASL request was seen.
     """
 
-    __slots__ = ("pending", "pending_count", "acks0", "sasl", "sasl_tokens", "_overflow")
+    __slots__ = ("pending", "pending_count", "pending_bytes", "acks0", "sasl", "sasl_tokens",
+                 "_overflow")
 
     def __init__(self, ctx: PairingContext, tcp: TcpConnection, client_dir: int,
                  mid_stream: bool) -> None:
         super().__init__(ctx, tcp, client_dir, mid_stream)
         self.pending: dict[int, list[_Pending]] = {}  # FIFO per correlation_id
         self.pending_count = 0
+        self.pending_bytes = 0      # frame bytes of the waiting requests
         # while over max_pending: every waiting request in arrival order (answered ones are
         # skipped when reached), so that giving up the oldest costs O(1), not a scan
         self._overflow: deque | None = None
@@ -116,6 +119,8 @@ class KafkaConnection(PairingConnection):
                 out.append(self._unanswered(p, severity, why))
         self.pending.clear()
         self.pending_count = 0
+        self.ctx.pending_bytes -= self.pending_bytes
+        self.pending_bytes = 0
         self._overflow = None
         return out
 
@@ -194,13 +199,24 @@ class KafkaConnection(PairingConnection):
                                      api_key=api_key, api_version=api_version))
             queue.append(p)
         self.pending_count += 1
+        p.nbytes = frame.size + 4
+        self.pending_bytes += p.nbytes
+        ctx.pending_bytes += p.nbytes
         if self._overflow is not None:
             self._overflow.append(p)
         if self.pending_count > ctx.max_pending:
-            out.append(self._evict_oldest_pending())
+            out.append(self._evict_oldest_pending(
+                f"more than {ctx.max_pending} requests waiting on this connection"))
+        if ctx.pending_bytes > ctx.max_pending_bytes:
+            limit = ctx.max_pending_bytes
+            while ctx.pending_bytes > limit and self.pending_count > 1:
+                out.append(self._evict_oldest_pending(
+                    f"requests waiting for a response hold more than the pending_bytes "
+                    f"budget ({limit} bytes, all connections together)"))
+                ctx.content.meter.skipped["pending_bytes"] += 1
         return out
 
-    def _evict_oldest_pending(self) -> Exchange:
+    def _evict_oldest_pending(self, why: str) -> Exchange:
         order = self._overflow
         if order is None:
             # entering overflow: order the waiting requests once by arrival
@@ -216,9 +232,9 @@ class KafkaConnection(PairingConnection):
         if not queue:
             del self.pending[corr]
         self.pending_count -= 1
-        return self._unanswered(p, Severity.WARNING,
-                                f"more than {self.ctx.max_pending} requests waiting on this "
-                                f"connection: the oldest is given up",
+        self.pending_bytes -= p.nbytes
+        self.ctx.pending_bytes -= p.nbytes
+        return self._unanswered(p, Severity.WARNING, f"{why}: the oldest is given up",
                                 kind=IssueKind.PENDING_OVERFLOW)
 
     def _unanswered(self, p: _Pending, severity: str, why: str,
@@ -272,6 +288,8 @@ class KafkaConnection(PairingConnection):
         if not queue:
             del self.pending[corr]
         self.pending_count -= 1
+        self.pending_bytes -= p.nbytes
+        self.ctx.pending_bytes -= p.nbytes
         if self._overflow is not None and self.pending_count <= self.ctx.max_pending // 2:
             self._overflow = None
         out = self._release_acks0(None) if self.acks0 else []

@@ -55,6 +55,8 @@ import dataclasses
 import struct
 import zlib
 from dataclasses import dataclass
+from functools import partial
+from itertools import islice
 
 from crc32c import crc32c as _crc32c
 
@@ -83,6 +85,7 @@ _LEGACY_HEADER_BYTES = {0: 18, 1: 26}  # offset..attributes (+ timestamp for mag
 _LEGACY_MIN_SIZE = {0: 14, 1: 22}  # message_size: crc..attributes (+timestamp) + 2 lengths
 _MAX_LEGACY_DEPTH = 3  # nested compressed wrappers (Kafka writes one level)
 _INT32_MIN, _INT32_MAX = -(2 ** 31), 2 ** 31 - 1
+_V2_MIN_RECORD_BYTES = 7  # length, attributes, timestampDelta, offsetDelta, key, value, headers
 
 CONTROL_TYPE_NAMES = {0: "ABORT", 1: "COMMIT", 2: "LEADER_CHANGE", 3: "SNAPSHOT_HEADER",
                       4: "SNAPSHOT_FOOTER", 5: "KRAFT_VERSION", 6: "KRAFT_VOTERS"}
@@ -94,6 +97,7 @@ _CONTROL_VALUE_SPECS = {0: ("EndTxnMarker", True), 1: ("EndTxnMarker", True),
 _CONTROL_KEY_SPEC = "ControlRecordTypeSchema"
 
 _NO_HEADERS: tuple = ()
+_UNBOUNDED = 1 << 62
 
 
 @dataclass(frozen=True, slots=True)
@@ -220,12 +224,21 @@ class RecordSet:
         partial_tail_bytes: bytes of a trailing incomplete batch (0 if none). Not an issue
             here: a Fetch response may end inside a batch; callers decide.
         issues: every issue (the batches' included), in data order.
+        decompressed_bytes: bytes produced by decompression (a limit reached counts the
+            bytes allowed).
+        not_decompressed: batches not decompressed because the call's
+            ``max_total_uncompressed_bytes`` ran out.
+        not_decoded: batches whose records were not decoded because the call's
+            ``max_records`` ran out.
     """
 
     size_bytes: int
     batches: tuple[Batch, ...]
     partial_tail_bytes: int
     issues: tuple[RecordIssue, ...]
+    decompressed_bytes: int = 0
+    not_decompressed: int = 0
+    not_decoded: int = 0
 
 
 def _builder(cls: type) -> type:
@@ -268,24 +281,36 @@ class _Bad(Exception):
 
 
 def decode_records(data: bytes, *, with_records: bool = False, verify_crc: bool = True,
-                   max_uncompressed_bytes: int = DEFAULT_MAX_BYTES, defs=None) -> RecordSet:
+                   max_uncompressed_bytes: int = DEFAULT_MAX_BYTES, defs=None,
+                   max_total_uncompressed_bytes: int | None = None,
+                   max_records: int | None = None) -> RecordSet:
     """Decode the batches of a ``records`` field.
 
     Args:
         data: the field's bytes (message sets and/or record batches).
-        with_records: decode every record (keys, values, headers). Otherwise only the batch
-            headers are read (counts, offsets and timestamps come from them) and the records
-            section is decompressed to measure it; control batches are always decoded.
+        with_records: decode every record (keys, values, headers; control records
+            described). Otherwise only the batch headers are read (counts, offsets and
+            timestamps come from them) and the records section is decompressed to measure
+            it; control batches are summarised like any other.
         verify_crc: check CRC32C (magic 2) / CRC32 (magic 0/1).
         max_uncompressed_bytes: largest decompressed size accepted per batch (for a magic
             0/1 wrapper: its value and the nested wrappers inside, together); a larger one
             is a ``decompression_limit`` issue (bomb protection).
         defs: :class:`kafkasniff.protocol.schema.Definitions` for control records (default:
             the installed definitions, loaded on the first control record).
+        max_total_uncompressed_bytes: bytes this call may decompress in all (the frame's and
+            the capture's budgets, :mod:`kafkasniff.content.budgets`); ``None``: no bound.
+        max_records: records this call may decode with ``with_records``; ``None``: no bound.
+            Batches beyond either budget are summarised from their headers (their
+            ``uncompressed_bytes`` or ``records`` are ``None``) and counted in
+            :attr:`RecordSet.not_decompressed` / :attr:`RecordSet.not_decoded`, with no
+            issue of their own: the caller reports the budget once.
 
     Returns a :class:`RecordSet`. Never raises on bad data: problems become
     :class:`RecordIssue` entries. An unknown magic or a batch length below the minimum stops
-    the decoding (what follows cannot be framed).
+    the decoding (what follows cannot be framed). Memory: a batch of more than
+    ``EAGER_RECORDS`` records holds its section's bytes, not its records
+    (:class:`LazyRecords`).
     """
     if not isinstance(data, bytes):
         data = bytes(data)
@@ -295,7 +320,10 @@ def decode_records(data: bytes, *, with_records: bool = False, verify_crc: bool 
     issues: list[RecordIssue] = []
     partial_tail = 0
     pos = 0
-    ctx = _Ctx(with_records, verify_crc, max_uncompressed_bytes, defs)
+    ctx = _Ctx(with_records, verify_crc, max_uncompressed_bytes, defs,
+               _UNBOUNDED if max_total_uncompressed_bytes is None
+               else max_total_uncompressed_bytes,
+               _UNBOUNDED if max_records is None else max_records)
     while pos < n:
         rem = n - pos
         if rem < 17:  # offset, length, and (legacy crc | v2 leader epoch) up to the magic
@@ -336,21 +364,41 @@ def decode_records(data: bytes, *, with_records: bool = False, verify_crc: bool 
         if batch.issues:
             issues.extend(batch.issues)
         pos = end
-    return RecordSet(n, tuple(batches), partial_tail, tuple(issues))
+    return RecordSet(n, tuple(batches), partial_tail, tuple(issues), ctx.decompressed,
+                     ctx.not_decompressed, ctx.not_decoded)
 
 
 class _Ctx:
-    """Options of one decode_records call; ``budget``: decompressed bytes the current magic
-    0/1 wrapper's nested wrappers may still produce."""
+    """Options and budgets of one decode_records call. ``budget``: decompressed bytes the
+    current magic 0/1 wrapper's nested wrappers may still produce; ``total_left``: bytes
+    the call may still decompress; ``records_left``: records it may still decode;
+    ``not_decompressed`` / ``not_decoded``: batches left undecompressed / with records
+    undecoded because ``total_left`` / ``records_left`` ran out; ``decompressed``: bytes
+    decompressed."""
 
-    __slots__ = ("with_records", "verify_crc", "max_bytes", "defs", "budget")
+    __slots__ = ("with_records", "verify_crc", "max_bytes", "defs", "budget", "total_left",
+                 "records_left", "not_decompressed", "not_decoded", "decompressed")
 
-    def __init__(self, with_records: bool, verify_crc: bool, max_bytes: int, defs) -> None:
+    def __init__(self, with_records: bool, verify_crc: bool, max_bytes: int, defs,
+                 total_left: int, records_left: int) -> None:
         self.with_records = with_records
         self.verify_crc = verify_crc
         self.max_bytes = max_bytes
         self.defs = defs
         self.budget = max_bytes
+        self.total_left = total_left
+        self.records_left = records_left
+        self.not_decompressed = 0
+        self.not_decoded = 0
+        self.decompressed = 0
+
+    def allowance(self) -> int:
+        """Bytes the next decompression may produce (0: none is attempted)."""
+        return max(0, min(self.max_bytes, self.total_left))
+
+    def spend(self, n: int) -> None:
+        self.total_left -= n
+        self.decompressed += n
 
 
 # --------------------------------------------------------------------------- magic 2
@@ -399,35 +447,56 @@ def _v2_batch(data: bytes, mv: memoryview, pos: int, end: int, ctx: _Ctx) -> Bat
         uncompressed = section
         buf, rpos, rend = data, start, end
     elif codec <= 4:
-        try:
-            buf = decompress(codec, data[start:end], ctx.max_bytes)
-        except DecompressionLimit as exc:
-            issues.append(RecordIssue("decompression_limit", f"record batch at byte {pos} "
-                                      f"(base offset {base_offset}): {exc}", start))
-        except DecompressionError as exc:
-            issues.append(RecordIssue("decompression_error", f"record batch at byte {pos} "
-                                      f"(base offset {base_offset}): {exc}", start))
+        allowed = ctx.allowance()
+        if allowed:
+            try:
+                buf = decompress(codec, data[start:end], allowed)
+            except DecompressionLimit as exc:
+                if allowed == ctx.max_bytes:
+                    issues.append(RecordIssue("decompression_limit", f"record batch at byte "
+                                              f"{pos} (base offset {base_offset}): {exc}",
+                                              start))
+                else:  # the call's budget ran out, not the batch's limit
+                    ctx.not_decompressed += 1
+                ctx.spend(allowed)
+            except DecompressionError as exc:
+                issues.append(RecordIssue("decompression_error", f"record batch at byte {pos} "
+                                          f"(base offset {base_offset}): {exc}", start))
+            else:
+                uncompressed = rend = len(buf)
+                ctx.spend(uncompressed)
         else:
-            uncompressed = rend = len(buf)
+            ctx.not_decompressed += 1
     else:
         issues.append(RecordIssue("unknown_codec", f"record batch at byte {pos} (base offset "
                                   f"{base_offset}): unknown compression codec {codec} "
                                   f"(attributes {attrs:#06x})", pos + 21))
+    if uncompressed is not None and not 0 <= count <= uncompressed // _V2_MIN_RECORD_BYTES \
+            and not (count == 0 and uncompressed == 0):
+        issues.append(RecordIssue(
+            "record_decode_error", f"record batch at byte {pos} (base offset {base_offset}): "
+            f"record count {count} cannot fit the {uncompressed} bytes of the records section "
+            f"(a record takes at least {_V2_MIN_RECORD_BYTES} bytes)", pos + 57))
     records = None
-    if buf is not None and (ctx.with_records or control):
-        lat_ts = max_ts if attrs & 0x08 else None
-        recs: list[Record] = []
-        try:
-            _v2_records(buf, rpos, rend, count, base_offset, base_ts, lat_ts, recs)
-        except _Bad as bad:
-            where = bad.pos if codec == 0 else start
-            inside = "" if codec == 0 else f" (byte {bad.pos} of the decompressed records)"
-            issues.append(RecordIssue("record_decode_error", f"record batch at byte {pos} "
-                                      f"(base offset {base_offset}): {bad.message}{inside}; "
-                                      f"{len(recs)} of {count} records decoded", where))
-        if control:
-            recs = _decode_controls(recs, ctx, pos, issues)
-        records = tuple(recs)
+    if buf is not None and ctx.with_records:
+        if min(count, (rend - rpos) // _V2_MIN_RECORD_BYTES) > ctx.records_left:
+            ctx.not_decoded += 1
+        else:
+            lat_ts = max_ts if attrs & 0x08 else None
+            defs = _control_defs(ctx) if control else None
+            factory = partial(_v2_stream, buf, rpos, rend, count, base_offset, base_ts, lat_ts,
+                              defs)
+            try:
+                records, n = _collect(factory, ctx, pos, issues)
+            except _Bad as bad:
+                where = bad.pos if codec == 0 else start
+                inside = "" if codec == 0 else f" (byte {bad.pos} of the decompressed records)"
+                records, n = bad.records, len(bad.records)
+                issues.append(RecordIssue("record_decode_error", f"record batch at byte {pos} "
+                                          f"(base offset {base_offset}): {bad.message}{inside}; "
+                                          f"{n} of {count} records decoded", where))
+            if type(records) is not tuple:
+                records = LazyRecords(factory, n)
     return _new_batch(magic, pos, end - pos, base_offset, base_offset + last_delta, count,
                       codec_name(codec), _ts_type(attrs), base_ts, max_ts, producer_id,
                       producer_epoch, base_sequence, leader_epoch, bool(attrs & 0x10), control,
@@ -452,15 +521,14 @@ def _slow_varint(buf, pos: int, i: int, what: str, bits: int = 32) -> tuple[int,
 # then ``(raw >> 1) ^ -(raw & 1)``. Longer ones (rare: large deltas) call _slow_varint.
 
 def _v2_records(buf, pos: int, end: int, count: int, base_offset: int, base_ts: int,
-                lat_ts: int | None, out: list) -> None:
-    """Decode ``count`` records from ``buf[pos:end]`` into ``out``.
+                lat_ts: int | None):
+    """Yield the ``count`` records of ``buf[pos:end]``.
 
-    Raises _Bad at the first departure (records before it are in ``out``). The loop runs at
-    most ``(end - pos) / 7`` times (a record takes at least 7 bytes).
+    Raises _Bad at the first departure (the records before it were yielded). The loop runs
+    at most ``(end - pos) / 7`` times (a record takes at least 7 bytes).
     """
     if count < 0:
         raise _Bad(f"negative record count {count}", pos)
-    append = out.append
     builder = _RecordBuilder
     record_cls = Record
     no_headers = _NO_HEADERS
@@ -618,12 +686,114 @@ def _v2_records(buf, pos: int, end: int, count: int, base_offset: int, base_ts: 
                         base_ts + ts_delta if lat_ts is None else lat_ts, key, value, headers,
                         attributes if attributes < 128 else attributes - 256)
             r.__class__ = record_cls
-            append(r)
+            yield r
             i += 1
     except IndexError:
         raise _Bad(f"record {i}: the records section ends inside the record", end) from None
     if pos != end:
         raise _Bad(f"{end - pos} bytes after the {count} records", pos)
+
+
+def _v2_stream(buf, pos: int, end: int, count: int, base_offset: int, base_ts: int,
+               lat_ts: int | None, defs, problems: list | None = None):
+    """The records of a batch (:func:`_v2_records`); with ``defs`` control records are
+    described, and ``(offset, problem)`` of those that do not decode go to ``problems``."""
+    records = _v2_records(buf, pos, end, count, base_offset, base_ts, lat_ts)
+    if defs is None:
+        return records
+    return _controls(defs, records, problems)
+
+
+def _controls(defs, records, problems: list | None):
+    for r in records:
+        control, problem = _control(defs, r.key, r.value)
+        if problem and problems is not None:
+            problems.append((r.offset, problem))
+        yield Record(r.offset, r.timestamp_ms, r.key, r.value, r.headers, r.attributes, control)
+
+
+#: a batch with at most this many records keeps them as a tuple; a larger one is a
+#: :class:`LazyRecords`
+EAGER_RECORDS = 4096
+
+
+def _collect(factory, ctx: _Ctx, batch_pos: int, issues: list) -> tuple:
+    """Run through a batch's records once (``factory(problems)`` yields them): count them,
+    check control records (one issue for all the control records of the batch that do not
+    decode), keep them when they are few.
+
+    Returns ``(tuple of the records, count)`` for at most ``EAGER_RECORDS`` records, else
+    ``(None, count)`` (the caller makes a :class:`LazyRecords`). Raises ``_Bad`` with the
+    records before the departure in its ``records`` attribute.
+    """
+    kept: list | None = []
+    problems: list = []
+    n = 0
+    try:
+        for r in factory(problems):
+            n += 1
+            if kept is not None:
+                if n > EAGER_RECORDS:
+                    kept = None
+                else:
+                    kept.append(r)
+    except _Bad as bad:
+        bad.records = tuple(kept) if kept is not None else LazyRecords(factory, n)
+        raise
+    finally:
+        ctx.records_left -= n
+        if problems:
+            offset, problem = problems[0]
+            more = f"{len(problems)} of {n} control records do not decode; the first: " \
+                if len(problems) > 1 else ""
+            issues.append(RecordIssue(
+                "record_decode_error", f"{more}control record at offset {offset} (batch at "
+                f"byte {batch_pos}): {problem}", batch_pos))
+    return (tuple(kept), n) if kept is not None else (None, n)
+
+
+class LazyRecords:
+    """The records of a large batch (more than ``EAGER_RECORDS``), decoded again on each
+    iteration from the batch's records section instead of held as objects: a batch of a
+    million records costs its bytes, not a million :class:`Record` objects.
+
+    A read-only sequence of :class:`Record`: ``len()``, truth value, iteration (in wire
+    order, the records decoded before a ``record_decode_error``), indexing (by iterating;
+    use iteration for more than a few). Equal to a tuple or another ``LazyRecords`` with
+    the same records.
+    """
+
+    __slots__ = ("_factory", "_n")
+
+    def __init__(self, factory, n: int) -> None:
+        self._factory = factory
+        self._n = n
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __bool__(self) -> bool:
+        return self._n > 0
+
+    def __iter__(self):
+        return islice(self._factory(None), self._n)
+
+    def __getitem__(self, i: int) -> Record:
+        if i < 0:
+            i += self._n
+        if not 0 <= i < self._n:
+            raise IndexError(i)
+        return next(islice(self._factory(None), i, None))
+
+    def __eq__(self, other) -> bool:
+        if isinstance(other, (tuple, LazyRecords)):
+            return len(other) == self._n and all(a == b for a, b in zip(self, other))
+        return NotImplemented
+
+    __hash__ = None
+
+    def __repr__(self) -> str:
+        return f"LazyRecords({self._n} records)"
 
 
 # --------------------------------------------------------------------------- control records
@@ -648,21 +818,11 @@ def _decode_data(defs, name: str, version: int, buf: bytes, pos: int) -> tuple[d
     return value, None
 
 
-def _decode_controls(recs: list, ctx: _Ctx, batch_pos: int, issues: list) -> list:
-    defs = ctx.defs
-    if defs is None:
+def _control_defs(ctx: _Ctx):
+    if ctx.defs is None:
         from kafkasniff.protocol.schema import load_definitions
-        defs = ctx.defs = load_definitions()
-    out = []
-    for r in recs:
-        control, problem = _control(defs, r.key, r.value)
-        if problem:
-            issues.append(RecordIssue("record_decode_error", f"control record at offset "
-                                      f"{r.offset} (batch at byte {batch_pos}): {problem}",
-                                      batch_pos))
-        out.append(Record(r.offset, r.timestamp_ms, r.key, r.value, r.headers, r.attributes,
-                          control))
-    return out
+        ctx.defs = load_definitions()
+    return ctx.defs
 
 
 def _control(defs, key: bytes | None, value: bytes | None) -> tuple[dict, str | None]:
@@ -767,42 +927,74 @@ def _legacy_batch(data: bytes, mv: memoryview, pos: int, end: int, magic: int,
     else:
         count = 0
         inner = None
-        try:
-            inner = decompress(codec, value or b"", ctx.max_bytes)
-        except DecompressionLimit as exc:
-            issues.append(RecordIssue("decompression_limit", f"magic {magic} message at byte "
-                                      f"{pos} (offset {offset}): {exc}", vstart))
-        except DecompressionError as exc:
-            issues.append(RecordIssue("decompression_error", f"magic {magic} message at byte "
-                                      f"{pos} (offset {offset}): {exc}", vstart))
+        allowed = ctx.allowance()
+        if not allowed:
+            ctx.not_decompressed += 1
+        else:
+            try:
+                inner = decompress(codec, value or b"", allowed)
+            except DecompressionLimit as exc:
+                if allowed == ctx.max_bytes:
+                    issues.append(RecordIssue("decompression_limit", f"magic {magic} message "
+                                              f"at byte {pos} (offset {offset}): {exc}",
+                                              vstart))
+                else:
+                    ctx.not_decompressed += 1
+                ctx.spend(allowed)
+            except DecompressionError as exc:
+                issues.append(RecordIssue("decompression_error", f"magic {magic} message at "
+                                          f"byte {pos} (offset {offset}): {exc}", vstart))
         if inner is not None:
             uncompressed = len(inner)
-            ctx.budget = ctx.max_bytes - uncompressed  # shared by the nested wrappers
+            ctx.spend(uncompressed)
+            nested_budget = ctx.budget = allowed - uncompressed  # shared by nested wrappers
             lat_ts = ts if magic == 1 and attrs & 0x08 else None
-            out: list = []
             problems: list[tuple[str, str]] = []
-            _legacy_inner(inner, offset, magic, lat_ts, ctx, 1, out, problems)
+            keep = ctx.with_records
+            if keep and uncompressed // _LEGACY_MIN_SIZE[magic] > ctx.records_left:
+                keep = False
+                ctx.not_decoded += 1
+            kept: list | None = [] if keep else None
+            for r in _legacy_inner(inner, offset, magic, lat_ts, ctx, 1, problems):
+                if not count:
+                    base = r.offset
+                last = r.offset
+                count += 1
+                if kept is not None:
+                    if count > EAGER_RECORDS:
+                        kept = None
+                    else:
+                        kept.append(r)
             for kind, message in problems:
                 issues.append(RecordIssue(kind, f"magic {magic} wrapper at byte {pos} (offset "
                                           f"{offset}): {message}", vstart))
                 if kind == "crc_mismatch":
                     crc_ok = False
-            count = len(out)
-            if out:
-                base, last = out[0].offset, out[-1].offset
-            if ctx.with_records:
-                records = tuple(out)
+            if keep:
+                ctx.records_left -= count
+                records = tuple(kept) if kept is not None else LazyRecords(
+                    partial(_legacy_again, inner, offset, magic, lat_ts, ctx, nested_budget),
+                    count)
     return _new_batch(magic, pos, end - pos, base, last, count, codec_name(codec), ts_type, ts,
                       ts, None, None, None, None, False, False, False, crc, crc_ok, vlen,
                       uncompressed, False, records, tuple(issues))
 
 
+def _legacy_again(inner: bytes, offset: int, magic: int, lat_ts: int | None, ctx: _Ctx,
+                  budget: int, _problems):
+    """The records of a large wrapper again (a :class:`LazyRecords` factory): its nested
+    wrappers are decompressed again within the same budget, CRCs are not checked again."""
+    again = _Ctx(False, False, ctx.max_bytes, ctx.defs, _UNBOUNDED, _UNBOUNDED)
+    again.budget = budget
+    return _legacy_inner(inner, offset, magic, lat_ts, again, 1, [])
+
+
 def _legacy_inner(buf: bytes, wrapper_offset: int, wrapper_magic: int, lat_ts: int | None,
-                  ctx: _Ctx, depth: int, out: list, problems: list) -> None:
-    """Decode the inner message set of a compressed wrapper into ``out`` (Records, absolute
-    offsets); problems go to ``problems`` as ``(kind, message)``. Nested wrappers are
-    decompressed within ``ctx.budget`` (what the batch's limit leaves), which they use up:
-    repeated nested bombs cannot multiply the work."""
+                  ctx: _Ctx, depth: int, problems: list):
+    """Yield the messages of the inner message set of a compressed wrapper (Records,
+    absolute offsets); problems go to ``problems`` as ``(kind, message)``. Nested wrappers
+    are decompressed within ``ctx.budget`` (what the batch's limit leaves), which they use
+    up: repeated nested bombs cannot multiply the work."""
     n = len(buf)
     frames = []  # (pos, end, stored offset)
     pos = 0
@@ -852,16 +1044,18 @@ def _legacy_inner(buf: bytes, wrapper_offset: int, wrapper_magic: int, lat_ts: i
             except DecompressionLimit as exc:
                 problems.append(("decompression_limit", f"nested message: {exc} (what the "
                                  f"batch's limit of {ctx.max_bytes} bytes leaves)"))
+                ctx.spend(max(ctx.budget, 0))
                 return
             except DecompressionError as exc:
                 problems.append(("decompression_error", f"nested message: {exc}"))
                 return
             ctx.budget -= len(nested)
+            ctx.spend(len(nested))
             nested_lat = lat_ts
             if lat_ts is None and wrapper_magic == 1 and attrs & 0x08:
                 nested_lat = ts
-            _legacy_inner(nested, absolute, wrapper_magic, nested_lat, ctx, depth + 1, out,
-                          problems)
+            yield from _legacy_inner(nested, absolute, wrapper_magic, nested_lat, ctx,
+                                     depth + 1, problems)
             continue
-        out.append(_new_record(absolute, ts if lat_ts is None else lat_ts, key, value,
-                               _NO_HEADERS, attrs))
+        yield _new_record(absolute, ts if lat_ts is None else lat_ts, key, value,
+                          _NO_HEADERS, attrs)

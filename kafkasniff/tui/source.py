@@ -393,7 +393,7 @@ class FileSource(ThreadedSource):
                 defs = pipe.defs if pipe is not None else load_definitions(o.definitions_dir)
                 self._detail_content = ContentDecoder(
                     defs, with_records=True, max_uncompressed_bytes=o.max_uncompressed_bytes,
-                    show_secrets=o.show_secrets,
+                    show_secrets=o.show_secrets, budgets=o.budgets,
                     registry=pipe.topics if pipe is not None else None)
             return self._detail_content
 

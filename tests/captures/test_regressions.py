@@ -3,8 +3,10 @@ crafted inputs that once broke a promise, and what kafkasniff does with each now
 
 from __future__ import annotations
 
-import pytest
+from itertools import islice
 
+from kafkasniff.content.budgets import Budgets
+from kafkasniff.protocol.records import LazyRecords
 from tests.conftest import CAPTURES, decode_capture
 
 REGRESSIONS = CAPTURES / "regressions"
@@ -55,3 +57,103 @@ def test_a_segment_lost_inside_a_frame_is_the_only_missing_part():
     [damaged] = [i for i in issues if i.kind == "frame_damaged"]
     assert damaged.length_bytes == 300
     assert "the 484 bytes captured after the gap are not decoded" in damaged.message
+
+
+# --------------------------------------------------------------------------- budgets
+
+def _budget_issues(exchanges, issues) -> list:
+    return [i for ex in exchanges for i in ex.issues if i.kind == "budget_exhausted"] + \
+        [i for i in issues if i.kind == "budget_exhausted"]
+
+
+def test_control_batches_are_summarised_without_records():
+    """Two compressed control batches of a million records each (4 KB of capture): without
+    --records they are summarised from their headers, nothing is decoded record by record
+    and no issue is raised per record (stats went past 11 GB)."""
+    d = decode_capture(REGRESSIONS / "control_batch_bomb.pcap")
+    [ex] = d.exchanges
+    assert ex.records.records == 2_000_000 and ex.records.control
+    assert d.pipeline.stats.budgets.records == 0
+    assert all_issue_kinds(d.exchanges, d.issues) == []
+    for loc in ex.record_fields:
+        assert all(b.records is None for b in loc.records.decoded.batches)
+
+
+def test_records_beyond_the_frame_budget_are_one_issue():
+    """With --records, batches beyond the frame's record budget are summarised and the
+    budget is reported once for the frame, naming it."""
+    d = decode_capture(REGRESSIONS / "control_batch_bomb.pcap", with_records=True,
+                       budgets=Budgets(frame_records=1000))
+    [ex] = d.exchanges
+    [issue] = _budget_issues(d.exchanges, d.issues)
+    assert "frame_records" in issue.message and "2 record batch(es)" in issue.message
+    assert ex.records.records == 2_000_000
+    assert d.pipeline.stats.budgets.skipped == {"frame_records": 2}
+
+
+def test_a_million_records_are_streamed_not_held():
+    """A batch of a million records keeps its section's bytes, and gives its records one at
+    a time (export --records held 1.23 GB of objects)."""
+    d = decode_capture(REGRESSIONS / "records_1m.pcap", with_records=True)
+    [ex] = d.exchanges
+    [loc] = ex.record_fields
+    [batch] = loc.records.decoded.batches
+    assert type(batch.records) is LazyRecords and len(batch.records) == 1_000_000
+    first = list(islice(batch.records, 3))
+    assert [(r.offset, r.key, r.value) for r in first] == [(0, None, b"v")] * 3
+    assert batch.records[999_999].value == b"v"
+    assert d.pipeline.stats.budgets.records == 1_000_000
+
+
+def test_decompression_is_bounded_per_frame():
+    """Eight 60 MiB batches in one frame (18 KB of capture): the frame's decompression
+    budget (256 MiB) stops it, with one issue for the frame naming the budget."""
+    d = decode_capture(REGRESSIONS / "decompression_per_frame.pcap")
+    [ex] = d.exchanges
+    [issue] = _budget_issues(d.exchanges, d.issues)
+    assert "frame_uncompressed_bytes" in issue.message and "4 record batch(es)" in issue.message
+    meter = d.pipeline.stats.budgets
+    assert meter.uncompressed_bytes == Budgets().frame_uncompressed_bytes
+    assert meter.skipped == {"frame_uncompressed_bytes": 4}
+    assert ex.records.batches == 8 and ex.records.uncompressed_bytes is None
+
+
+def test_decompression_is_bounded_per_capture():
+    """60 frames of 240 MiB each (500 KB of capture, 14 GB decompressed before): the
+    capture's budget (1 GiB, or 100x the record bytes) stops it, reported once; every
+    exchange is still there, summarised from its batch headers."""
+    d = decode_capture(REGRESSIONS / "decompression_per_capture.pcap")
+    assert len(d.exchanges) == 60 and {ex.status for ex in d.exchanges} == {"paired"}
+    [issue] = _budget_issues(d.exchanges, d.issues)
+    assert "capture_uncompressed_bytes" in issue.message
+    meter = d.pipeline.stats.budgets
+    assert meter.uncompressed_bytes <= Budgets().capture_uncompressed_bytes
+    assert meter.skipped["capture_uncompressed_bytes"] == 240 - 17
+    assert sum(ex.records.records for ex in d.exchanges) == 240
+
+
+def test_pending_requests_are_bounded_in_bytes():
+    """200 requests of 2.4 KB whose responses were not captured, with a 64 KiB
+    pending_bytes budget: the oldest are given up (pending_overflow) as the bytes grow (only
+    the count bounded them)."""
+    budget = 64 * 1024
+    d = decode_capture(REGRESSIONS / "pending_requests_one_way.pcap",
+                       budgets=Budgets(pending_bytes=budget))
+    assert len(d.exchanges) == 200 and {ex.status for ex in d.exchanges} == {"unanswered"}
+    overflow = [ex for ex in d.exchanges
+                if any(i.kind == "pending_overflow" for i in ex.issues)]
+    frame = d.exchanges[0].request.frame_bytes
+    assert len(overflow) >= 200 - budget // frame
+    assert "pending_bytes budget" in overflow[0].issues[0].message
+    assert d.pipeline.ctx.pending_bytes == 0        # everything given back at the end
+
+
+def test_an_impossible_record_count_is_an_issue_and_not_counted():
+    """A batch claiming 2^31-1 records in 73 bytes: a record_decode_error says so and the
+    summary counts what the section can hold (it counted 2,147,483,647 records)."""
+    d = decode_capture(REGRESSIONS / "record_count_implausible.pcap")
+    ex = d.exchanges[0]
+    kinds = all_issue_kinds(d.exchanges, d.issues)
+    assert kinds == ["record_decode_error"]
+    assert "record count 2147483647 cannot fit" in ex.issues[0].message
+    assert ex.records.records <= 73 // 7

@@ -616,7 +616,7 @@ def _control_batch(key: bytes | None, value: bytes | None, **kw) -> bytes:
 def test_transaction_markers(ctype, name):
     data = _control_batch(enc.control_key(ctype), enc.end_txn_marker_value(42),
                           transactional=True, producer_id=9, producer_epoch=1, base_offset=7)
-    rs = decode_records(data)  # control batches are decoded without with_records
+    rs = decode_records(data, with_records=True)
     b = rs.batches[0]
     assert rs.issues == () and b.control and b.transactional and b.producer_id == 9
     (r,) = b.records
@@ -628,7 +628,7 @@ def test_transaction_markers(ctype, name):
 def test_newer_control_versions_are_read_as_the_newest():
     data = _control_batch(enc.control_key(1, version=3) + b"\x00\x01",
                           enc.end_txn_marker_value(5, version=2) + b"more")
-    b = decode_records(data).batches[0]
+    b = decode_records(data, with_records=True).batches[0]
     assert b.issues == ()
     assert b.records[0].control == {"type": 1, "type_name": "COMMIT",
                                     "key": {"version": 3, "type": 1},
@@ -648,7 +648,7 @@ def _kraft_value(name: str, version: int) -> tuple[bytes, dict]:
     (5, "KRaftVersionRecord", 0), (6, "VotersRecord", 0)])
 def test_kraft_control_records(ctype, spec, version):
     raw, value = _kraft_value(spec, version)
-    b = decode_records(_control_batch(enc.control_key(ctype), raw)).batches[0]
+    b = decode_records(_control_batch(enc.control_key(ctype), raw), with_records=True).batches[0]
     assert b.issues == ()
     c = b.records[0].control
     assert c["type"] == ctype and c["type_name"] == CONTROL_TYPE_NAMES[ctype]
@@ -656,7 +656,8 @@ def test_kraft_control_records(ctype, spec, version):
 
 
 def test_unknown_control_type_is_kept_raw():
-    b = decode_records(_control_batch(enc.control_key(42), b"\x00\x00xyz")).batches[0]
+    b = decode_records(_control_batch(enc.control_key(42), b"\x00\x00xyz"),
+                       with_records=True).batches[0]
     assert b.issues == ()
     r = b.records[0]
     assert r.control == {"type": 42, "type_name": "UNKNOWN", "key": {"version": 0, "type": 42},
@@ -674,7 +675,7 @@ def test_unknown_control_type_is_kept_raw():
 ])
 def test_bad_control_records(key, value, expected):
     data = _control_batch(key, value)
-    rs = decode_records(data)
+    rs = decode_records(data, with_records=True)
     assert [i.kind for i in rs.issues] == ["record_decode_error"]
     assert expected in rs.issues[0].message
     assert rs.batches[0].records[0].control is not None
@@ -684,9 +685,26 @@ def test_control_batches_in_a_compressed_batch():
     recs = [enc.Rec(enc.control_key(1), enc.end_txn_marker_value(3), offset_delta=0),
             enc.Rec(enc.control_key(0), enc.end_txn_marker_value(4), offset_delta=1)]
     data = enc.record_batch(recs, control=True, transactional=True, codec="snappy")
-    b = decode_records(data).batches[0]
+    b = decode_records(data, with_records=True).batches[0]
     assert [r.control["type_name"] for r in b.records] == ["COMMIT", "ABORT"]
     assert [r.control["value"]["coordinator_epoch"] for r in b.records] == [3, 4]
+
+
+def test_control_batches_are_summarised_without_records():
+    """Control batches are decoded record by record only when records are asked for (a
+    compressed control batch of a million records once cost 11 GB without --records)."""
+    data = _control_batch(None, b"\x00\x00\x00\x00\x00\x01")   # a key that does not decode
+    rs = decode_records(data)
+    b = rs.batches[0]
+    assert b.control and b.record_count == 1 and b.records is None and rs.issues == ()
+
+
+def test_bad_control_records_are_one_issue_per_batch():
+    recs = [enc.Rec(b"\x00", b"\x00\x00\x00\x00\x00\x01", offset_delta=i) for i in range(50)]
+    rs = decode_records(enc.record_batch(recs, control=True), with_records=True)
+    assert [i.kind for i in rs.issues] == ["record_decode_error"]
+    assert "50 of 50 control records do not decode" in rs.issues[0].message
+    assert len(rs.batches[0].records) == 50
 
 
 # --------------------------------------------------------------------------- real captures
