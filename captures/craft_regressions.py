@@ -260,6 +260,69 @@ def record_count_implausible() -> bytes:
     return c.bytes()
 
 
+# =========================================================================== secrets
+
+#: every secret the SASL regression captures carry (the secret-search test reads it)
+SECRETS = {
+    "sasl_scram_orphan.pcap": [b"v=6rriTRBi23WpRR/wtup+mMhUZUn/dB5nLTJRsjl95G4="],
+    "sasl_plain_api_key_99.pcap": [b"secret-password-99"],
+    "sasl_plain_api_key_18.pcap": [b"secret-password-18"],
+}
+
+
+def sasl_handshake_v1(c: Conversation, port: int, corr: int) -> None:
+    c.request(port, 17, 1, corr, cc.string("PLAIN"))
+    c.response(port, corr, cc.i16(0) + cc.array([cc.string("PLAIN")]))
+
+
+@regression("sasl_scram_orphan.pcap",
+            "A SaslAuthenticate response carrying a SCRAM server-final message, its request "
+            "not captured: the orphan's body, kept raw or decoded by guess, printed the "
+            "server signature with default options.")
+def sasl_scram_orphan() -> bytes:
+    c = Conversation()
+    c.connect(50410)
+    [final] = SECRETS["sasl_scram_orphan.pcap"]
+    c.response(50410, 4, cc.i16(0) + cc.string(None) + cc.kbytes(final) + cc.i64(0))
+    c.request(50410, 3, 1, 5, cc.i32(0))                                  # Metadata v1
+    c.response(50410, 5, cc.i32(0) + cc.i32(-1) + cc.i32(0))
+    return c.bytes()
+
+
+def _damaged_plain(api_key: int) -> bytes:
+    c = Conversation()
+    port = 50411 if api_key == 99 else 50412
+    c.connect(port)
+    sasl_handshake_v1(c, port, 1)
+    [password] = SECRETS[f"sasl_plain_api_key_{api_key}.pcap"]
+    token = b"\x00alice\x00" + password
+    if api_key == 18:
+        # SaslAuthenticate v2 (flexible) whose api_key byte reads 18 and version byte 3:
+        # ApiVersions v3 reads the token as client_software_name
+        c.request(port, 18, 3, 2, cc.compact_bytes(token) + cc.tagged(), header_version=2)
+        c.response(port, 2, cc.i16(0) + cc.compact_string(None) + cc.compact_bytes(b"")
+                   + cc.i64(0) + cc.tagged(), header_version=1)
+    else:
+        # SaslAuthenticate v1 whose api_key byte was damaged on the way to the capture
+        c.request(port, api_key, 1, 2, cc.kbytes(token))
+        c.response(port, 2, cc.i16(0) + cc.string(None) + cc.kbytes(b"") + cc.i64(0))
+    return c.bytes()
+
+
+@regression("sasl_plain_api_key_99.pcap",
+            "A SaslAuthenticate v1 request carrying a PLAIN password, its api_key damaged to "
+            "99 (unknown): the raw body printed the password in read --json and the exports.")
+def sasl_plain_api_key_99() -> bytes:
+    return _damaged_plain(99)
+
+
+@regression("sasl_plain_api_key_18.pcap",
+            "A SaslAuthenticate v2 request, its api_key damaged to 18 (ApiVersions, v3): the "
+            "token decoded as client_software_name and printed the password.")
+def sasl_plain_api_key_18() -> bytes:
+    return _damaged_plain(18)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("names", nargs="*", help="regression captures to write (default: all)")

@@ -15,8 +15,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from kafkasniff.content import redaction
 from kafkasniff.content.budgets import Budgets
 from kafkasniff.content.frames import ContentDecoder, DecodedFrame
+from kafkasniff.content.redaction import is_redacted, redacted_body
 from kafkasniff.issues import IssueKind, Severity
 from kafkasniff.model import DecodeIssue, Exchange, Message
 from kafkasniff.protocol.compression import DEFAULT_MAX_BYTES
@@ -257,12 +259,27 @@ class PairingConnection:
                                   api_version=api_version))
         return out
 
-    def _message(self, frame: Frame, decoded: DecodedFrame, direction: int) -> Message:
-        """The :class:`~kafkasniff.model.Message` of a frame and what it held."""
+    def _message(self, frame: Frame, decoded: DecodedFrame, direction: int, *,
+                 guessed: bool = False, orphan: bool = False) -> Message:
+        """The :class:`~kafkasniff.model.Message` of a frame and what it held; its body is
+        redacted whole when :func:`kafkasniff.content.redaction.reason` says so (unless
+        ``show_secrets``). ``guessed`` / ``orphan``: an orphan response decoded by guess /
+        kept raw."""
+        body, raw = decoded.body, decoded.raw_body
+        if not self.ctx.content.show_secrets:
+            why = self._redaction_reason(decoded, guessed, orphan)
+            if why is not None:
+                body, raw = redacted_body(why, max(frame.size - decoded.body_offset, 0)), None
         return Message(frame.size + 4, frame.first_ts_ns, frame.last_ts_ns, frame.stream_offset,
-                       decoded.header, decoded.body, decoded.raw_body,
+                       decoded.header, body, raw,
                        decoded.complete and not frame.missing_bytes, frame.missing_bytes,
                        decoded.body_offset, self.tcp.seq_at(direction, frame.stream_offset))
+
+    def _redaction_reason(self, decoded: DecodedFrame, guessed: bool,
+                          orphan: bool) -> str | None:
+        """The redaction rule for one frame of this connection (subclasses say whether the
+        connection has shown SASL)."""
+        return redaction.reason(decoded, guessed=guessed, orphan=orphan)
 
     def _exchange(self, status: str, api_key: int, api_name: str, api_version: int,
                   correlation_id: int, client_id: str | None, request: Message | None,
@@ -272,6 +289,12 @@ class PairingConnection:
         latency = None
         if request is not None and response is not None:
             latency = response.first_ts_ns - request.last_ts_ns
+        if (request is not None and is_redacted(request.body)) or \
+                (response is not None and is_redacted(response.body)):
+            # nothing derived from a redacted body: its records and names could be secrets
+            for name in ("records", "topics", "wire_topics", "topic_ids"):
+                fields.pop(name, None)
+            fields.pop("record_fields", None)
         self.exchanges += 1
         return Exchange(self.tcp.conn_id, self.client, self.broker, status, api_key, api_name,
                         api_version, correlation_id, client_id, request, response, latency,

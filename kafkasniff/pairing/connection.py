@@ -22,6 +22,7 @@ import struct
 from collections import deque
 from dataclasses import dataclass
 
+from kafkasniff.content import redaction
 from kafkasniff.content.frames import DecodedFrame
 from kafkasniff.content.sasl import SaslSession
 from kafkasniff.issues import IssueKind, Severity
@@ -96,6 +97,11 @@ class KafkaConnection(PairingConnection):
         self.sasl_tokens: list[Message] = []            # raw client tokens awaiting an answer
 
     # ------------------------------------------------------------------ base hooks
+    def _redaction_reason(self, decoded: DecodedFrame, guessed: bool,
+                          orphan: bool) -> str | None:
+        return redaction.reason(decoded, sasl_connection=self.sasl is not None,
+                                guessed=guessed, orphan=orphan)
+
     def _on_frame(self, direction: int, is_request: bool, frame: Frame) -> list:
         sasl = self.sasl
         if sasl is not None and sasl.raw_phase:
@@ -342,7 +348,7 @@ class KafkaConnection(PairingConnection):
             summary = content.summarize(d.api_key, None, d)
             return self._exchange(ExchangeStatus.ORPHAN_RESPONSE, d.api_key,
                                   defs.api_name(d.api_key), d.api_version, corr, None, None,
-                                  self._message(frame, d, rdir), issues,
+                                  self._message(frame, d, rdir, guessed=True), issues,
                                   errors=summary.errors, throttle_time_ms=summary.throttle_time_ms,
                                   topics=summary.topics, inferred=True,
                                   records=d.records, record_fields=d.located,
@@ -358,7 +364,7 @@ class KafkaConnection(PairingConnection):
                            direction=rdir, stream_offset=frame.stream_offset, correlation_id=corr)
         d = guess.frame if guess is not None else content.raw_response(frame.payload)
         return self._exchange(ExchangeStatus.ORPHAN_RESPONSE, -1, "Unknown", -1, corr, None,
-                              None, self._message(frame, d, rdir), [issue])
+                              None, self._message(frame, d, rdir, orphan=True), [issue])
 
     def _answered(self, p: _Pending, response: Message | None, rframe: DecodedFrame | None,
                   status: str, issues: list) -> Exchange:

@@ -39,13 +39,16 @@ the first captured request are orphans with info severity.
 
 from __future__ import annotations
 
+import struct
 from collections import deque
 from dataclasses import dataclass
 
+from kafkasniff.content import redaction
 from kafkasniff.content.frames import DecodedFrame
 from kafkasniff.issues import IssueKind, Severity
 from kafkasniff.model import Exchange, ExchangeStatus, Message, WireFormat
 from kafkasniff.pairing.base import SEVERITY, PairingConnection, PairingContext
+from kafkasniff.protocol.apis import SASL_AUTHENTICATE, SASL_HANDSHAKE
 from kafkasniff.protocol.framing import HUNTING, Frame, Framer, FramerIssue
 from kafkasniff.protocol.legacy07 import (
     ERRORS_07,
@@ -60,6 +63,8 @@ from kafkasniff.protocol.legacy07 import (
     response_validator_07,
 )
 from kafkasniff.tcp.types import TcpConnection
+
+_SASL_PEEK = struct.Struct(">hh")   # a Kafka 0.8+ request's api_key and api_version
 
 MIN_FRAME_BYTES = 2      # request_type / error_code
 
@@ -104,7 +109,7 @@ class Kafka07Connection(PairingConnection):
     ...), ``topics`` the request's topics.
     """
 
-    __slots__ = ("pending", "cautious", "cautious_seq", "gave_up")
+    __slots__ = ("pending", "cautious", "cautious_seq", "gave_up", "sasl_like")
     SEVERITY = _SEVERITY
     FRAME_NAME = "0.7 frame"
 
@@ -121,6 +126,7 @@ class Kafka07Connection(PairingConnection):
         self.cautious = mid_stream     # see the module docstring
         self.cautious_seq = 0          # requests up to this one predate the loss
         self.gave_up = False           # broker side: waiting requests given up for this hunt
+        self.sasl_like = False         # a request parsed as a 0.8+ SaslHandshake/Authenticate
 
     def _expected_type(self) -> int | None:
         return self.pending[0].rtype if self.pending else None
@@ -142,7 +148,17 @@ class Kafka07Connection(PairingConnection):
 
     # ------------------------------------------------------------------ base hooks
     def _on_frame(self, direction: int, is_request: bool, frame: Frame) -> list:
+        if is_request and not self.sasl_like and len(frame.payload) >= 4:
+            api_key, version = _SASL_PEEK.unpack_from(frame.payload, 0)
+            self.sasl_like = api_key in (SASL_HANDSHAKE, SASL_AUTHENTICATE) and \
+                0 <= version <= 16
         return self._on_request(frame) if is_request else self._on_response(frame)
+
+    def _redaction_reason(self, decoded: DecodedFrame, guessed: bool,
+                          orphan: bool) -> str | None:
+        if self.sasl_like and (decoded.body is not None or decoded.raw_body is not None):
+            return redaction.SASL_LIKE_07      # every body of such a connection
+        return super()._redaction_reason(decoded, guessed, orphan)
 
     def _give_up_all(self, severity: str, why: str) -> list:
         out = []
@@ -280,7 +296,7 @@ class Kafka07Connection(PairingConnection):
                            f"({why}); body kept raw", severity=sev, ts_ns=frame.first_ts_ns,
                            direction=1 - self.client_dir, stream_offset=frame.stream_offset)
         msg = self._message(frame, DecodedFrame(header, None, bytes(payload[2:]), False, 2, []),
-                            1 - self.client_dir)
+                            1 - self.client_dir, orphan=True)
         return self._build(-1, None, msg, ExchangeStatus.ORPHAN_RESPONSE, errors, (), [issue])
 
     def _unanswered(self, p: _Pending07, severity: str, why: str, *, ts_ns: int | None = None,

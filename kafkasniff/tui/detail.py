@@ -21,8 +21,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from kafkasniff.content import redaction
 from kafkasniff.content.frames import ContentDecoder, DecodedFrame
 from kafkasniff.content.records import summarize
+from kafkasniff.content.redaction import redacted_body
 from kafkasniff.content.sasl import REDACTED_APIS, Redacted, is_secret_api
 from kafkasniff.model import DecodeIssue, Exchange, ExchangeStatus, Message, WireFormat
 from kafkasniff.protocol.apis import SASL_TOKEN
@@ -157,6 +159,27 @@ def _secret_masks(side: _Side, api_key: int, size: int) -> None:
         side.masked.append((start, size))
 
 
+def _redacted_side(side: _Side, size: int, info, is_response: bool) -> _Side:
+    """A side whose body the pipeline redacted whole (:mod:`kafkasniff.content.redaction`):
+    the body is the marker (with the rule's reason, found again from the frame), its bytes
+    are masked, nothing decoded from it is kept."""
+    d = side.frame
+    orphan = is_response and info.status == ExchangeStatus.ORPHAN_RESPONSE
+    if info.wire_format is WireFormat.KAFKA07 and not orphan:
+        why = redaction.SASL_LIKE_07
+    else:
+        rule = {"guessed": orphan and info.inferred, "orphan": orphan and not info.inferred}
+        why = redaction.reason(d, **rule) or redaction.reason(d, sasl_connection=True, **rule) \
+            or "body redacted (docs/json.md)"
+    marker = redacted_body(why, max(size - 4 - d.body_offset, 0))
+    out = _Side(DecodedFrame(d.header, marker, None, d.complete, d.body_offset, [],
+                             d.api_key, d.api_version), side.name)
+    out.spans = {k: v for k, v in side.spans.items()
+                 if not k.startswith(f"{side.name}.body.")}
+    out.masked = [(4 + d.body_offset, size)]
+    return out
+
+
 def _request_side(content: ContentDecoder, data: bytes, mech: str | None) -> _Side:
     payload = data[4:]
     d = content.decode_request(payload, mechanism=mech)
@@ -266,6 +289,11 @@ def decode_exchange(content: ContentDecoder, info, request: bytes | None,
         else:
             resp_side = _response_side(content, info, response,
                                        req_side.frame.layout_body if req_side else None, mech)
+    if not content.show_secrets:    # the pipeline's redaction rule, as it applied it
+        if req_side is not None and info.req_redacted:
+            req_side = _redacted_side(req_side, len(request), info, False)
+        if resp_side is not None and info.resp_redacted:
+            resp_side = _redacted_side(resp_side, len(response), info, True)
     latency = info.latency_ns
     req_msg = resp_msg = None
     if req_side is not None:

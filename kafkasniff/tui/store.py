@@ -23,6 +23,7 @@ from itertools import compress
 from sys import intern
 from typing import NamedTuple
 
+from kafkasniff.content.redaction import is_redacted
 from kafkasniff.model import DecodeIssue, Exchange, WireFormat
 from kafkasniff.output.filters import STATUSES, Filter, api_names_and_keys, pattern_matcher
 from kafkasniff.protocol.apis import SASL_AUTHENTICATE, SASL_TOKEN
@@ -37,6 +38,8 @@ F_REQ_MISSING = 2
 F_RESP_MISSING = 4
 F_EXTRA = 8          # the row has an entry in SummaryStore.extra
 F_KAFKA07 = 16       # decoded in the Kafka 0.7 wire format
+F_REQ_REDACTED = 32  # the request / response body was redacted whole (content.redaction)
+F_RESP_REDACTED = 64
 
 #: Issues kept with their message (beyond this only counts are kept; see docs/tui.md).
 MAX_KEPT_ISSUES = 200_000
@@ -141,7 +144,9 @@ class RowInfo(NamedTuple):
     Frame locations: ``req_seq``/``resp_seq`` TCP sequence numbers (-1 unknown),
     ``req_ts``/``resp_ts`` first-byte times, ``req_bytes``/``resp_bytes`` sizes (0: none),
     ``req_offset``/``resp_offset`` offsets in their TCP stream; ``wire_format`` the
-    :class:`~kafkasniff.model.WireFormat` the exchange was decoded in.
+    :class:`~kafkasniff.model.WireFormat` the exchange was decoded in;
+    ``req_redacted``/``resp_redacted`` whether the pipeline redacted that body whole
+    (:mod:`kafkasniff.content.redaction`: the detail view redacts it again).
     """
 
     row: int
@@ -177,6 +182,8 @@ class RowInfo(NamedTuple):
     req_offset: int = -1
     resp_offset: int = -1
     wire_format: WireFormat = WireFormat.KAFKA
+    req_redacted: bool = False
+    resp_redacted: bool = False
 
 
 class SummaryBuilder:
@@ -267,6 +274,10 @@ class SummaryBuilder:
             flags |= F_INFERRED
         if ex.wire_format is WireFormat.KAFKA07:
             flags |= F_KAFKA07
+        if req is not None and is_redacted(req.body):
+            flags |= F_REQ_REDACTED
+        if resp is not None and is_redacted(resp.body):
+            flags |= F_RESP_REDACTED
         extra = None
         lost = False
         if req is not None:
@@ -530,7 +541,8 @@ class SummaryStore:
             c["resp_ts"][i], bool(flags & F_INFERRED), bool(flags & F_REQ_MISSING),
             bool(flags & F_RESP_MISSING), self.extra.get(i, {}) if flags & F_EXTRA else {},
             c["req_off"][i], c["resp_off"][i],
-            WireFormat.KAFKA07 if flags & F_KAFKA07 else WireFormat.KAFKA)
+            WireFormat.KAFKA07 if flags & F_KAFKA07 else WireFormat.KAFKA,
+            bool(flags & F_REQ_REDACTED), bool(flags & F_RESP_REDACTED))
 
     def issue_at(self, k: int) -> tuple[int, DecodeIssue]:
         """Kept issue ``k``: ``(row of its exchange or -1, the issue)``."""

@@ -28,13 +28,18 @@ def test_regression_captures_exist():
 def test_apiversions_above_the_definitions_answered_with_an_error_is_kept():
     """The KIP-511 fallback tried the request's own version (no layout): the exchange
     vanished behind an internal_error. It is kept, decoded as far as it goes."""
-    exchanges, issues = exchanges_and_issues("apiversions_future_error.pcap")
+    exchanges, issues = exchanges_and_issues("apiversions_future_error.pcap",
+                                             show_secrets=True)
     kinds = all_issue_kinds(exchanges, issues)
     assert "internal_error" not in kinds
     [ex] = exchanges
     assert (ex.api_name, ex.api_version, ex.status) == ("ApiVersions", 6, "paired")
     assert ex.errors == ("UNSUPPORTED_VERSION",)
     assert ex.response.body["error_code"] == 35
+    # by default the body, decoded under a layout its header did not name, is redacted
+    [redacted] = exchanges_and_issues("apiversions_future_error.pcap")[0]
+    assert "_redacted_body" in redacted.response.body
+    assert redacted.errors == ("UNSUPPORTED_VERSION",)
     assert "unsupported_version" in kinds and "body_decode_error" in kinds
 
 

@@ -98,3 +98,98 @@ def test_redaction_markers_in_json():
     raw = [o for o in objs if o.get("api_name") == "SaslToken"]
     assert raw and raw[0]["request"]["body"]["username"] == "carol"
     assert raw[0]["status"] == "paired"
+
+
+# --------------------------------------------------------------------------- every SASL capture
+
+REGRESSIONS = CAPTURES / "regressions"
+
+
+def _regression_secrets() -> dict:
+    import importlib.util
+    import sys
+
+    sys.path.insert(0, str(CAPTURES))
+    try:
+        spec = importlib.util.spec_from_file_location("craft_regressions",
+                                                      CAPTURES / "craft_regressions.py")
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+    finally:
+        sys.path.remove(str(CAPTURES))
+    return mod.SECRETS
+
+
+SASL_CAPTURES = {"crafted_sasl.pcap": (SASL, [s for _, s in secrets()])}
+SASL_CAPTURES.update({name: (REGRESSIONS / name, found)
+                      for name, found in _regression_secrets().items()})
+WIRE_FORMATS = ("auto", "modern", "0.7")
+TEXT_OUTPUTS = {
+    "read": ["read", "-q", "--records"],
+    "read --json": ["read", "-q", "--json", "--records", "--value-bytes", "0"],
+    "stats --json": ["stats", "--json"],
+}
+
+
+def _parquet_text(directory) -> str:
+    """Every value of every Parquet table, as text (binary values as-is, hex and base64)."""
+    import pyarrow.parquet as pq
+
+    parts = []
+    for f in sorted(directory.rglob("*.parquet")):
+        for column in pq.read_table(f).to_pylist():
+            for v in column.values():
+                parts.append(_flatten(v))
+    return "\n".join(parts)
+
+
+def _flatten(v) -> str:
+    if isinstance(v, (bytes, bytearray)):
+        b = bytes(v)
+        return "\n".join([b.decode("latin-1"), b.hex(), base64.b64encode(b).decode()])
+    if isinstance(v, dict):
+        return "\n".join(_flatten(x) for x in v.values())
+    if isinstance(v, list):
+        return "\n".join(_flatten(x) for x in v)
+    return str(v)
+
+
+def _leaks(text: str, found: list[bytes]) -> list[str]:
+    unescaped = text.replace("\\u0000", "\x00").replace('\\"', '"').replace("\\/", "/")
+    return [secret.decode("latin-1") for secret in found for form in leak_forms(secret)
+            if form in text or form in unescaped]
+
+
+@pytest.mark.parametrize("wire_format", WIRE_FORMATS)
+@pytest.mark.parametrize("capture", list(SASL_CAPTURES))
+def test_no_secret_in_any_output_of_any_sasl_capture(capture, wire_format, tmp_path):
+    """Every output of every command (text, JSON, Parquet values, JSON Lines exports) of
+    every SASL capture, the damaged regression captures included, in every wire-format
+    mode: no secret as text, hex, base64 at any alignment or JSON-escaped."""
+    path, found = SASL_CAPTURES[capture]
+    assert found
+    runner = CliRunner()
+    texts = {}
+    for name, args in TEXT_OUTPUTS.items():
+        res = runner.invoke(main, args + ["--wire-format", wire_format, str(path)],
+                            catch_exceptions=False)
+        assert res.exit_code == 0, res.output
+        texts[name] = res.output
+    for fmt in ("parquet", "jsonl"):
+        out = tmp_path / fmt
+        res = runner.invoke(main, ["export", "-q", "--records", "--format", fmt, "-o", str(out),
+                                   "--wire-format", wire_format, str(path)],
+                            catch_exceptions=False)
+        assert res.exit_code == 0, res.output
+        texts[f"export {fmt}"] = _parquet_text(out) if fmt == "parquet" else "\n".join(
+            f.read_text() for f in sorted(out.rglob("*.jsonl")))
+    leaks = {name: _leaks(text, found) for name, text in texts.items()}
+    assert not any(leaks.values()), leaks
+
+
+@pytest.mark.parametrize("capture", [c for c in SASL_CAPTURES if c != "crafted_sasl.pcap"])
+def test_show_secrets_shows_the_regression_secrets(capture):
+    """The secret-search test can fail: with --show-secrets each secret is there."""
+    path, found = SASL_CAPTURES[capture]
+    res = CliRunner().invoke(main, ["read", "-q", "--json", "--show-secrets", str(path)])
+    assert _leaks(res.output, found)

@@ -52,6 +52,12 @@ ORPHAN_RESPONSE = ExchangeStatus.ORPHAN_RESPONSE
 DEFS = load_definitions()
 
 
+def SHOWN_CTX() -> PairingContext:
+    """A context that shows what the redaction rule would hide (orphans decoded by guess,
+    bodies decoded under another layout): the tests of that decoding read the bodies."""
+    return PairingContext.create(DEFS, show_secrets=True)
+
+
 class Wire:
     """Feeds one KafkaConnection the two directions of a conversation, tracking offsets."""
 
@@ -261,8 +267,25 @@ def test_response_truncated_at_close_still_pairs():
 
 # --------------------------------------------------------------------------- orphans
 
+def test_an_orphan_decoded_by_guess_is_redacted_by_default():
+    """Its bytes may be anything (a SCRAM server message once showed): the body is one
+    marker with its size, and nothing derived from it (topics, records) is kept."""
+    ex = one(Wire().resp(response(42, metadata_v1_response_body()), 5))
+    assert ex.inferred and ex.api_name == "Metadata"
+    marker = ex.response.body["_redacted_body"]
+    assert marker.what == "orphan response decoded by guessing its layout"
+    assert marker.size_bytes == ex.response.frame_bytes - 4 - ex.response.body_offset
+    assert ex.topics == () and ex.records is None and ex.record_fields == ()
+
+
+def test_an_orphan_kept_raw_is_redacted_by_default():
+    ex = one(Wire().resp(response(43, b"\x00\x00\x00\x00v=server-signature-bytes"), 5))
+    assert ex.status == ORPHAN_RESPONSE and not ex.inferred
+    assert ex.response.raw_body is None
+    assert "_redacted_body" in ex.response.body
+
 def test_orphan_response_inferred_when_one_layout_fits():
-    w = Wire()
+    w = Wire(PairingContext.create(DEFS, show_secrets=True))
     body = metadata_v1_response_body()
     ex = one(w.resp(response(42, body), 5))
     assert ex.status == ORPHAN_RESPONSE
@@ -280,7 +303,7 @@ def test_orphan_response_inferred_when_one_layout_fits():
 
 
 def test_orphan_response_kept_raw_when_many_layouts_fit():
-    w = Wire()
+    w = Wire(SHOWN_CTX())
     body = heartbeat_v0_response_body(0)       # 2 bytes: fits many APIs
     ex = one(w.resp(response(43, body), 5))
     assert ex.status == ORPHAN_RESPONSE
@@ -294,14 +317,14 @@ def test_orphan_response_kept_raw_when_many_layouts_fit():
 
 
 def test_orphan_response_kept_raw_when_no_layout_fits():
-    w = Wire()
+    w = Wire(SHOWN_CTX())
     body = b"\xff" * 3
     ex = one(w.resp(response(44, body), 5))
     assert ex.inferred is False and ex.response.raw_body == body
 
 
 def test_orphan_inference_can_be_disabled():
-    w = Wire(PairingContext.create(DEFS, infer_orphans=False))
+    w = Wire(PairingContext.create(DEFS, infer_orphans=False, show_secrets=True))
     ex = one(w.resp(response(42, metadata_v1_response_body()), 5))
     assert ex.status == ORPHAN_RESPONSE and ex.inferred is False
     assert ex.response.raw_body == metadata_v1_response_body()
@@ -508,7 +531,7 @@ def test_version_above_the_max_is_decoded_as_the_newest():
     info = DEFS.apis[HEARTBEAT]
     v = info.max_version + 2
     assert info.is_flexible(info.max_version)
-    w = Wire()
+    w = Wire(SHOWN_CTX())
     # Heartbeat v4 layout: compact strings, group_instance_id nullable, tagged fields
     body = cstring("g1") + i32(5) + cstring("m-1") + cstring(None) + b"\x00"
     resp_body = i32(7) + i16(22) + b"\x00"       # throttle_time_ms, error_code, tags
@@ -582,7 +605,7 @@ def test_truncated_response_body_field_path():
 def test_api_versions_kip_511_unsupported_version_answer():
     """ApiVersions v3 request; the broker does not know v3 and answers UNSUPPORTED_VERSION
     (35) in the v0 body layout, with response header v0."""
-    w = Wire()
+    w = Wire(SHOWN_CTX())
     req = request(API_VERSIONS, 3, 1, api_versions_v3_request_body(), flexible=True)
     resp = response(1, api_versions_v0_response_body(35, ((18, 0, 2),)))
     ex = paired(w, req, resp)

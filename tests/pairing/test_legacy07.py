@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import struct
 
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -181,7 +182,7 @@ def test_byte_by_byte_matches_whole():
 
 
 def test_orphan_response():
-    w = Wire()
+    w = Wire(PairingContext.create(DEFS, show_secrets=True))
     ex = one(w.resp(fetch_response(2, b"abc"), ts=4))
     assert ex.status == ORPHAN_RESPONSE and ex.api_key == -1 and ex.api_name == "Unknown (0.7)"
     assert ex.request is None and ex.response.raw_body == b"abc" and ex.response.body is None
@@ -189,6 +190,24 @@ def test_orphan_response():
     [issue] = ex.issues
     assert issue.kind == IssueKind.ORPHAN_RESPONSE and issue.severity == Severity.WARNING
     assert issue.direction == "response"
+
+
+def test_orphan_response_is_redacted_by_default():
+    ex = one(Wire().resp(fetch_response(2, b"abc"), ts=4))
+    assert ex.response.raw_body is None
+    assert ex.response.body["_redacted_body"].size_bytes == 3
+    assert ex.errors == ("InvalidMessage",)
+
+
+def test_every_body_of_a_connection_that_speaks_sasl_is_redacted():
+    """--wire-format 0.7 on a SASL connection: its frames are 0.8+ SaslHandshake /
+    SaslAuthenticate requests, so every 0.7 body on it is redacted (server tokens printed)."""
+    w = Wire()
+    handshake = struct.pack(">ihhi", 4 + 2 + 2 + 4 + 2 + 5, 17, 1, 1) + b"\x00\x05PLAIN"
+    w.req(handshake, ts=1)
+    ex = one(w.resp(fetch_response(0, b"server-token-secret"), ts=2))
+    assert "server-token-secret" not in repr(ex)
+    assert ex.response.raw_body is None and "_redacted_body" in ex.response.body
 
 
 @pytest.mark.parametrize("reason,closed_by,severity", [
