@@ -8,10 +8,19 @@ hunting: a correlation_id that matches a request still waiting for its answer.
 
 from __future__ import annotations
 
+import re
 import struct
 from typing import Callable, Container
 
-from kafkasniff.protocol.framing import ACCEPT, NEED_MORE, REJECT, Validator
+from kafkasniff.protocol.framing import (
+    ACCEPT,
+    NEED_MORE,
+    REJECT,
+    Prefilter,
+    Validator,
+    literal_trie,
+    uint32_range,
+)
 from kafkasniff.protocol.headers import request_header_version
 from kafkasniff.protocol.schema import Definitions
 
@@ -54,6 +63,14 @@ def request_validator(defs: Definitions) -> Validator:
                 return REJECT
         return ACCEPT
 
+    # Where validate can accept: a size in [8, HUNT_MAX_REQUEST_BYTES], a known api_key,
+    # a version below 256, a non-negative correlation_id (it needs 14 bytes to reject).
+    keys = bytes(sorted(k for k in apis if 0 <= k <= 255))
+    pattern = re.compile(uint32_range(8, HUNT_MAX_REQUEST_BYTES) + b"\x00["
+                         + b"".join(re.escape(bytes([k])) for k in keys)
+                         + b"]\x00[\x00-\xff][\x00-\x7f]")
+    prefilter = Prefilter(pattern, 0, 14, zero_free=True)
+    validate.prefilter = lambda: prefilter  # type: ignore[attr-defined]
     return validate
 
 
@@ -75,6 +92,18 @@ def response_validator(pending: Container[int]) -> Validator:
             return ACCEPT
         return REJECT
 
+    # Where validate can accept while hunting: a pending correlation_id at offset 4.
+    cache: list = [None, None]
+
+    def prefilter() -> Prefilter:
+        ids = frozenset(pending)  # type: ignore[arg-type]
+        if cache[0] != ids:
+            keys = sorted(c.to_bytes(4, "big", signed=True) for c in ids)
+            cache[0] = ids
+            cache[1] = Prefilter(re.compile(literal_trie(keys)) if keys else None, 4, 8)
+        return cache[1]
+
+    validate.prefilter = prefilter  # type: ignore[attr-defined]
     return validate
 
 

@@ -11,9 +11,12 @@ Synchronisation:
   ``socket.request.max.bytes``) loses sync.
 - ``TENTATIVE``: the stream was joined mid-way (capture started on an open connection). The
   first bytes are tried as a frame boundary with the validator; if that fails the framer hunts.
-- ``HUNTING``: after a gap or lost sync, scan byte by byte for an offset the validator accepts
-  (a plausible request header on the client side, a response whose correlation_id matches a
-  pending request on the broker side). Skipped bytes are counted and reported (``resync``).
+- ``HUNTING``: after a gap or lost sync, scan for an offset the validator accepts (a plausible
+  request header on the client side, a response whose correlation_id matches a pending request
+  on the broker side). Skipped bytes are counted and reported (``resync``). The scan runs in
+  linear time in C: a regular expression (:class:`Prefilter`) finds the next offset that could
+  be accepted, and only those offsets are checked in Python; the outcome is the same as
+  checking every offset.
 - ``SKIPPING``: passing the captured rest of a frame a gap damaged; then ``SYNCED`` again.
 
 A gap entirely inside a frame whose size is known does not lose sync: the frame is emitted
@@ -30,9 +33,11 @@ inside a frame) and :attr:`~Framer.truncated_bytes` (a size prefix the stream en
 
 from __future__ import annotations
 
+import re
 import struct
 from dataclasses import dataclass
-from typing import Callable
+from functools import lru_cache
+from typing import Callable, NamedTuple
 
 from kafkasniff.issues import IssueKind
 
@@ -54,6 +59,105 @@ check may be enough there), False while hunting after lost sync."""
 
 _SIZE = struct.Struct(">i")
 _size_at = _SIZE.unpack_from
+
+
+class Prefilter(NamedTuple):
+    """Where a validator could accept, as a regular expression over the hunted bytes.
+
+    A validator may carry a ``prefilter`` attribute: a zero-argument callable returning a
+    ``Prefilter`` (or None for no prefilter). Contract, for every offset ``p`` with at least
+    ``window`` bytes from ``p`` to the end of the buffer:
+
+    - if ``pattern`` is None, the validator rejects ``p``;
+    - else, if ``pattern`` does not match at ``p + lead``, the validator rejects ``p`` (it
+      never answers NEED_MORE there).
+
+    The framer hands the last ``window - 1`` offsets of its buffer to the validator one by
+    one, so the result is identical to calling the validator at every offset.
+    """
+
+    pattern: re.Pattern | None
+    lead: int = 0
+    window: int = 4
+    #: True when ``pattern`` never matches where its first 4 bytes are zero: long runs of
+    #: zeros (zero-filled garbage) are then skipped with a memory search, not matched at
+    #: every offset. Requires matches no longer than ``ZERO_RUN`` bytes.
+    zero_free: bool = False
+
+
+ZERO_RUN = 64
+_ZEROS = bytes(ZERO_RUN)
+_NONZERO = re.compile(b"[^\x00]")
+
+
+def _search(pf: Prefilter, buf: bytearray, start: int) -> re.Match | None:
+    """The first match of ``pf.pattern`` at or after ``start``."""
+    pattern = pf.pattern
+    if not pf.zero_free:
+        return pattern.search(buf, start)
+    n = len(buf)
+    while True:
+        z = buf.find(_ZEROS, start)
+        if z < 0:
+            return pattern.search(buf, start)
+        # matches starting before the run end inside it; none starts in its first 61 bytes
+        m = pattern.search(buf, start, min(n, z + ZERO_RUN))
+        if m is not None:
+            return m
+        nz = _NONZERO.search(buf, z + ZERO_RUN)
+        if nz is None:
+            return None
+        start = nz.start() - 3
+
+
+def uint32_range(lo: int, hi: int) -> bytes:
+    """Regular-expression source matching exactly the 4-byte big-endian integers in
+    ``[lo, hi]`` (``0 <= lo <= hi <= 2**32 - 1``)."""
+    return _range(lo.to_bytes(4, "big"), hi.to_bytes(4, "big"))
+
+
+def _byte_class(lo: int, hi: int) -> bytes:
+    if lo == hi:
+        return re.escape(bytes([lo]))
+    return b"[" + re.escape(bytes([lo])) + b"-" + re.escape(bytes([hi])) + b"]"
+
+
+def _range(lo: bytes, hi: bytes) -> bytes:
+    n = len(lo)
+    if n == 0:
+        return b""
+    if lo == bytes(n) and hi == b"\xff" * n:
+        return b"[\x00-\xff]{%d}" % n if n > 1 else b"[\x00-\xff]"
+    a, b = lo[0], hi[0]
+    if a == b:
+        return _byte_class(a, a) + _range(lo[1:], hi[1:])
+    parts = [_byte_class(a, a) + _range(lo[1:], b"\xff" * (n - 1))]
+    if b - a > 1:
+        parts.append(_byte_class(a + 1, b - 1) + _range(bytes(n - 1), b"\xff" * (n - 1)))
+    parts.append(_byte_class(b, b) + _range(bytes(n - 1), hi[1:]))
+    return b"(?:" + b"|".join(parts) + b")"
+
+
+def literal_trie(keys: list[bytes]) -> bytes:
+    """Regular-expression source matching exactly the byte strings ``keys`` (all of one
+    length), branching one byte at a time so a match costs O(length), not O(len(keys))."""
+    if not keys or not keys[0]:
+        return b""
+    groups: dict[int, list[bytes]] = {}
+    for k in keys:
+        groups.setdefault(k[0], []).append(k[1:])
+    parts = [re.escape(bytes([b])) + literal_trie(sorted(set(rest)))
+             for b, rest in sorted(groups.items())]
+    return parts[0] if len(parts) == 1 else b"(?:" + b"|".join(parts) + b")"
+
+
+@lru_cache(maxsize=64)
+def _size_prefilter(lo: int, hi: int) -> Prefilter:
+    """The framer's own check: a size prefix outside ``[lo, hi]`` is rejected unseen."""
+    lo, hi = max(lo, 0), min(hi, 0x7FFFFFFF)
+    if lo > hi:
+        return Prefilter(None)
+    return Prefilter(re.compile(uint32_range(lo, hi)), zero_free=lo > 0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -234,6 +338,12 @@ class Framer:
             self.framed_bytes += 4 + size
             self._consume(4 + size)
 
+    def _prefilter(self) -> Prefilter:
+        own = getattr(self.validator, "prefilter", None)
+        pf = own() if own is not None else None
+        return pf if pf is not None else _size_prefilter(self.min_frame_bytes,
+                                                         self.max_frame_bytes)
+
     def _hunt(self, out: list) -> bool:
         """Scan for a frame start; True when sync was (re)gained and the buffer trimmed."""
         buf = self.buf
@@ -241,7 +351,18 @@ class Framer:
         tentative = self.state == TENTATIVE
         pos = 0
         n = len(buf)
+        pf = None if tentative else self._prefilter()
         while pos + 4 <= n:
+            if pf is not None:
+                last = n - pf.window      # offsets past it are judged one by one
+                if pos <= last:
+                    m = None if pf.pattern is None else _search(pf, buf, pos + pf.lead)
+                    if m is None or m.start() - pf.lead > last:
+                        pos = last + 1
+                        if pos + 4 > n:
+                            break
+                    else:
+                        pos = m.start() - pf.lead
             size = _size_at(buf, pos)[0]
             verdict = REJECT
             if self.min_frame_bytes <= size <= self.max_frame_bytes:
@@ -262,6 +383,7 @@ class Framer:
             if tentative:
                 self.state = HUNTING
                 tentative = False
+                pf = self._prefilter()
             pos += 1
         # keep only the bytes still needed to judge the next candidates
         if pos:

@@ -162,3 +162,15 @@ def test_an_impossible_record_count_is_an_issue_and_not_counted():
     assert kinds == ["record_decode_error"]
     assert "record count 2147483647 cannot fit" in ex.issues[0].message
     assert ex.records.records <= 73 // 7
+
+
+def test_resync_over_zeros_finds_the_next_request():
+    """8 MiB of zeros between two requests: one resync issue counts them all and the request
+    after them is decoded (the validator was asked at each offset: 3 s; see
+    tests/protocol/test_resync_search.py for the call count)."""
+    d = decode_capture(REGRESSIONS / "resync_zeros.pcap.gz")
+    assert [ex.status for ex in d.exchanges] == ["paired", "paired"]
+    assert [ex.correlation_id for ex in d.exchanges] == [1, 2]
+    [resync] = [i for i in d.issues if i.kind == "resync"]
+    assert resync.length_bytes == 4 + 8 * 1024 * 1024
+    assert d.pipeline.stats.bytes["kafka_resync"] == 4 + 8 * 1024 * 1024
