@@ -137,6 +137,66 @@ def segment_lost_inside_a_frame() -> bytes:
     return c.bytes()
 
 
+# =========================================================================== pcapng
+
+def _pcapng_block(btype: int, body: bytes) -> bytes:
+    body += b"\0" * (-len(body) % 4)
+    n = 12 + len(body)
+    return struct.pack("<II", btype, n) + body + struct.pack("<I", n)
+
+
+def _pcapng(c: Conversation, *, extra: Callable[[int], bytes] = lambda i: b"",
+            iface_of: Callable[[int], int] = lambda i: 0, tsoffset_s: int = 0) -> bytes:
+    """The conversation as pcapng: a section, interface 0 (Ethernet, microseconds) and
+    interface 1 (the same, with ``if_tsoffset`` = ``tsoffset_s``); packet ``i`` goes on
+    interface ``iface_of(i)``, preceded by the blocks ``extra(i)``."""
+    for conn in c.conns.values():
+        conn.close()
+    shb = _pcapng_block(0x0A0D0D0A, struct.pack("<IHHq", 0x1A2B3C4D, 1, 0, -1))
+    idb = _pcapng_block(1, struct.pack("<HHI", 1, 0, 262144))
+    opt = struct.pack("<HHq", 14, 8, tsoffset_s) + struct.pack("<HH", 0, 0)
+    idb1 = _pcapng_block(1, struct.pack("<HHI", 1, 0, 262144) + opt)
+    out = [shb, idb, idb1]
+    for i, (ts, frame) in enumerate(sorted(c.pcap.frames, key=lambda f: f[0])):
+        us = ts // 1000
+        out.append(extra(i))
+        out.append(_pcapng_block(6, struct.pack("<IIIII", iface_of(i), us >> 32,
+                                                us & 0xFFFFFFFF, len(frame), len(frame))
+                                 + frame))
+    return b"".join(out)
+
+
+def _metadata_exchanges(c: Conversation, port: int, n: int) -> None:
+    c.connect(port)
+    for corr in range(1, n + 1):
+        c.request(port, 3, 1, corr, cc.i32(0))
+        c.response(port, corr, cc.i32(0) + cc.i32(-1) + cc.i32(0))
+
+
+@regression("pcapng_unknown_blocks.pcapng",
+            "Blocks of types the reader does not know (0x99, a custom block 0xBAD, a "
+            "Decryption Secrets Block) between the packets: skipped without a count.")
+def pcapng_unknown_blocks() -> bytes:
+    c = Conversation()
+    _metadata_exchanges(c, 50411, 3)
+    kinds = [b"", _pcapng_block(0x99, b"unknown block " * 3),
+             _pcapng_block(0xBAD, struct.pack("<I", 32473) + b"custom"),
+             _pcapng_block(0x0A, struct.pack("<II", 0x544C534B, 20) + b"CLIENT_RANDOM x y\n")]
+    return _pcapng(c, extra=lambda i: kinds[i % len(kinds)])
+
+
+@regression("pcapng_timestamp_out_of_range.pcapng",
+            "Packets on an interface whose if_tsoffset (2^62 s) puts them beyond the "
+            "timestamps the tool can hold, between good ones: the first stopped the whole "
+            "file, uncounted, exit 0.")
+def pcapng_timestamp_out_of_range() -> bytes:
+    c = Conversation()
+    _metadata_exchanges(c, 50412, 1)
+    _metadata_exchanges(c, 50413, 1)
+    n_first = 3 + 4      # handshake and the exchange of the first connection, in time order
+    return _pcapng(c, iface_of=lambda i: 1 if i == n_first else 0, tsoffset_s=2**62)
+
+
 # =========================================================================== memory and CPU
 
 def raw_batch(section: bytes, count: int, *, codec: int = 0, control: bool = False,

@@ -174,3 +174,26 @@ def test_resync_over_zeros_finds_the_next_request():
     [resync] = [i for i in d.issues if i.kind == "resync"]
     assert resync.length_bytes == 4 + 8 * 1024 * 1024
     assert d.pipeline.stats.bytes["kafka_resync"] == 4 + 8 * 1024 * 1024
+
+
+def test_unknown_pcapng_blocks_are_skipped_and_counted():
+    """Unknown, custom and Decryption Secrets blocks between the packets: the packets all
+    decode and the blocks' bytes are in the ledger as pcapng_blocks (they were uncounted)."""
+    path = REGRESSIONS / "pcapng_unknown_blocks.pcapng"
+    d = decode_capture(path)
+    assert [ex.correlation_id for ex in d.exchanges] == [1, 2, 3]
+    ledger = d.pipeline.stats.bytes
+    assert ledger["pcapng_blocks"] == 536
+    assert sum(ledger.values()) == path.stat().st_size
+
+
+def test_an_out_of_range_pcapng_timestamp_skips_one_packet_not_the_file():
+    """A packet whose interface offsets it past 2^63 ns: one warning, that packet's bytes
+    counted as damaged, and the rest of the file still read (reading stopped there, exit 0)."""
+    path = REGRESSIONS / "pcapng_timestamp_out_of_range.pcapng"
+    d = decode_capture(path)
+    assert [(ex.correlation_id, ex.status) for ex in d.exchanges] == [(1, "paired")] * 2
+    [bad] = [i for i in d.issues if i.kind == "capture_block_invalid"]
+    assert bad.severity == "warning" and "reading goes on" in bad.message
+    assert d.pipeline.stats.bytes["damaged_records"] == 100
+    assert sum(d.pipeline.stats.bytes.values()) == path.stat().st_size

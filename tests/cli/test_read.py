@@ -66,3 +66,25 @@ def test_json_fast_path_equals_converted_dicts():
     for ex in d.exchanges + d2.exchanges:
         fast = json.dumps(exchange_to_dict(ex, 64, convert=False), default=json_default(64))
         assert json.loads(fast) == json.loads(json.dumps(exchange_to_dict(ex, 64)))
+
+
+def test_a_capture_not_read_to_its_end_says_so_and_fails_under_strict(tmp_path):
+    """A pcapng block with an absurd length in the middle: reading stops there, the summary
+    counts the unread rest, and --strict exits 1 on read and stats (exit 0 without it)."""
+    import struct
+
+    data = (CAPTURES / "regressions" / "pcapng_unknown_blocks.pcapng").read_bytes()
+    cut = 1200
+    # find the block boundary at or after `cut` by walking the blocks
+    pos = 0
+    while pos < cut:
+        pos += struct.unpack_from("<I", data, pos + 4)[0]
+    damaged = data[:pos] + struct.pack("<II", 6, 0xFFFFFFF0) + data[pos + 8:]
+    path = tmp_path / "cut.pcapng"
+    path.write_bytes(damaged)
+    res = run("read", str(path))
+    assert res.exit_code == 0
+    assert f"unread {len(data) - pos}" in res.stderr
+    assert run("read", "-q", "--strict", str(path)).exit_code == 1
+    assert run("stats", "--strict", str(path)).exit_code == 1
+    assert run("stats", str(path)).exit_code == 0
