@@ -163,15 +163,23 @@ class KafkaConnection(PairingConnection):
         d = ctx.content.decode_request(frame.payload,
                                        mechanism=sasl.mechanism if sasl is not None else None)
         exc = d.header_error
-        if exc is not None and not (frame.missing_bytes and "api_key" in d.header):
-            return [self.issue(IssueKind.HEADER_DECODE_ERROR, f"request header: {exc}",
-                               ts_ns=frame.first_ts_ns, direction=self.client_dir,
-                               stream_offset=frame.stream_offset,
-                               length_bytes=frame.size + 4, field_path=exc.field_path,
-                               frame_offset=exc.offset)]
-        # with missing bytes and a header the gap cut after api_key/version/correlation_id,
-        # the request is kept so that its response still pairs (frame_damaged says why)
         h = d.header
+        header_issue = None
+        if exc is not None:
+            # a header damaged after its api_key, api_version and correlation_id (a gap, a
+            # client_id or tagged fields running past the frame) still names its request:
+            # it is kept so that its response pairs, with the issue (it was a lone issue
+            # and the response an orphan, Wireshark #17811's pattern)
+            keep = "api_key" in h and h["api_key"] in ctx.defs.apis
+            header_issue = self.issue(
+                IssueKind.HEADER_DECODE_ERROR, f"request header: {exc}",
+                ts_ns=frame.first_ts_ns, direction=self.client_dir,
+                stream_offset=frame.stream_offset, length_bytes=frame.size + 4,
+                field_path=exc.field_path, frame_offset=exc.offset,
+                **({"correlation_id": h["correlation_id"], "api_key": h["api_key"],
+                    "api_version": h["api_version"]} if keep else {}))
+            if not keep:
+                return [header_issue]
         api_key, api_version, corr = h["api_key"], h["api_version"], h["correlation_id"]
         if d.plan is not None:
             if sasl is None and api_key in (SASL_HANDSHAKE, SASL_AUTHENTICATE):
@@ -180,6 +188,8 @@ class KafkaConnection(PairingConnection):
                 sasl.observe(api_key, api_version, False, d.body)
         issues = self._body_issues(d.issues, frame, self.client_dir, corr, api_key,
                                    api_version)
+        if header_issue is not None:
+            issues.insert(0, header_issue)
         msg = self._message(frame, d, self.client_dir)
         self.requests += 1
         p = _Pending(api_key, api_version, corr, h["client_id"], msg, d, issues, self.requests)

@@ -45,11 +45,14 @@ def test_apiversions_above_the_definitions_answered_with_an_error_is_kept():
 
 def test_header_decode_errors_count_their_bytes():
     """A header that does not decode stands for its whole frame: its issue says how many
-    bytes (it said 0)."""
+    bytes (it said 0). Its api_key, api_version and correlation_id were read, so the request
+    is kept (unanswered here) with the issue."""
     exchanges, issues = exchanges_and_issues("header_decode_error.pcap")
-    [issue] = [i for i in issues if i.kind == "header_decode_error"]
+    [issue] = [i for ex in exchanges for i in ex.issues if i.kind == "header_decode_error"]
     assert issue.length_bytes == 4 + 2 + 2 + 4 + 2 + len(b"short")
-    assert [ex.correlation_id for ex in exchanges] == [8]
+    assert (issue.correlation_id, issue.api_key, issue.api_version) == (7, 3, 1)
+    assert [(ex.correlation_id, ex.status) for ex in exchanges] == [(8, "paired"),
+                                                                    (7, "unanswered")]
 
 
 def test_a_segment_lost_inside_a_frame_is_the_only_missing_part():
