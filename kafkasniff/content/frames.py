@@ -348,11 +348,12 @@ class ContentDecoder:
                                     body_offset, request_body, mechanism)
             limit = self.meter.budgets.frame_issues
             if 0 < limit < len(out.issues):
-                self.meter.skipped["frame_issues"] += len(out.issues) - limit
+                more = sum(i.count for i in out.issues[limit:])
+                self.meter.skipped["frame_issues"] += more
                 out.issues[limit:] = [BodyIssue(
                     IssueKind.BUDGET_EXHAUSTED, f"budget frame_issues ({limit}) spent: "
-                    f"{len(out.issues) - limit} more issues of this frame not listed; raise it "
-                    f"with --budget frame_issues=N", "", out.issues[limit].offset)]
+                    f"{more} more issues of this frame not listed; raise it "
+                    f"with --budget frame_issues=N", "", out.issues[limit].offset, more)]
             return out
         except Exception as exc:  # noqa: BLE001 - a bug must not lose the frame's exchange
             out = self._raw(header, payload, body_offset, api_key)

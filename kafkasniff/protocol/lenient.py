@@ -32,12 +32,15 @@ class BodyIssue:
         message: what was expected and what was found.
         field_path: dotted snake_case path with array indexes, e.g. ``topics[0].partitions[1].records``.
         offset: byte offset in the buffer where the problem starts.
+        count: issues this one stands for (a closing ``budget_exhausted`` issue counts the
+            departures not listed).
     """
 
     kind: str
     message: str
     field_path: str
     offset: int
+    count: int = 1
 
 
 class _Stop(Exception):
@@ -48,14 +51,29 @@ class _Stop(Exception):
         self.message = message
 
 
+#: spec departures listed per body; the rest are counted in one closing issue (a body of
+#: a million zero-length tagged fields held a million issues before any budget applied)
+MAX_DEPARTURES = 1000
+
+
 class _Walker:
-    __slots__ = ("buf", "end", "issues", "spans")
+    __slots__ = ("buf", "end", "issues", "spans", "unlisted")
 
     def __init__(self, buf: bytes, end: int, spans: dict | None = None) -> None:
         self.buf = buf
         self.end = end
         self.issues: list[BodyIssue] = []
         self.spans = spans
+        self.unlisted = 0
+
+    def close(self) -> list[BodyIssue]:
+        if self.unlisted:
+            self.issues.append(BodyIssue(
+                IssueKind.BUDGET_EXHAUSTED, f"{self.unlisted} more spec departures in this "
+                f"body are not listed (at most {MAX_DEPARTURES} per body)", "", self.end,
+                self.unlisted))
+            self.unlisted = 0
+        return self.issues
 
     def need(self, pos: int, n: int, path: str, what: str) -> None:
         if n < 0 or pos + n > self.end:
@@ -79,6 +97,9 @@ class _Walker:
         return _UNPACK[fmt](self.buf, pos)[0], pos + width
 
     def depart(self, path: str, pos: int, message: str) -> None:
+        if len(self.issues) >= MAX_DEPARTURES:
+            self.unlisted += 1
+            return
         self.issues.append(BodyIssue(IssueKind.SPEC_DEPARTURE, message, path, pos))
 
     def value(self, f: FieldPlan, pos: int, path: str, kind: str | None = None,
@@ -243,10 +264,12 @@ def decode_lenient(plan: StructPlan, buf: bytes, pos: int = 0, end: int | None =
     d: dict = {}
     try:
         p = w.struct_into(plan, pos, "", d)
-        return LenientResult(d, p, True, w.issues)
+        return LenientResult(d, p, True, w.close())
     except _Stop as stop:
-        w.issues.append(BodyIssue(IssueKind.BODY_DECODE_ERROR, stop.message, stop.path, stop.offset))
+        w.close().append(BodyIssue(IssueKind.BODY_DECODE_ERROR, stop.message, stop.path,
+                                   stop.offset))
         return LenientResult(d, stop.offset, False, w.issues)
     except RecursionError:
-        w.issues.append(BodyIssue(IssueKind.BODY_DECODE_ERROR, "structure nested too deeply", "", pos))
+        w.close().append(BodyIssue(IssueKind.BODY_DECODE_ERROR, "structure nested too deeply",
+                                   "", pos))
         return LenientResult(d, pos, False, w.issues)
