@@ -705,8 +705,17 @@ def _v2_stream(buf, pos: int, end: int, count: int, base_offset: int, base_ts: i
 
 
 def _controls(defs, records, problems: list | None):
+    # a real control batch holds one record; a crafted one may repeat the same record a
+    # million times: each distinct (key, value) is decoded once (the description is shared)
+    seen: dict = {}
     for r in records:
-        control, problem = _control(defs, r.key, r.value)
+        kv = (r.key, r.value)
+        got = seen.get(kv)
+        if got is None:
+            got = _control(defs, r.key, r.value)
+            if len(seen) < 256:
+                seen[kv] = got
+        control, problem = got
         if problem and problems is not None:
             problems.append((r.offset, problem))
         yield Record(r.offset, r.timestamp_ms, r.key, r.value, r.headers, r.attributes, control)

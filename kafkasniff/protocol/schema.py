@@ -126,6 +126,7 @@ class Definitions:
         self._messages: dict[str, dict] = {}
         self._plans: dict[tuple[str, str, int], StructPlan] = {}
         self._compiled: dict[tuple[str, int], Callable] = {}
+        self._versions: dict[str, list[int]] = {}
 
     def message(self, name: str) -> dict:
         """The normalized definition of message ``name`` (e.g. ``"FetchResponse"``)."""
@@ -150,12 +151,15 @@ class Definitions:
         return info.name if info is not None else f"Unknown({api_key})"
 
     def message_versions(self, name: str) -> list[int]:
-        """All versions a message's layouts cover, ascending."""
-        out = []
-        for lay in self.message(name)["layouts"]:
-            lo, hi = lay["versions"]
-            out.extend(range(lo, hi + 1))
-        return sorted(set(out))
+        """All versions a message's layouts cover, ascending (do not modify the list)."""
+        got = self._versions.get(name)
+        if got is None:
+            out = []
+            for lay in self.message(name)["layouts"]:
+                lo, hi = lay["versions"]
+                out.extend(range(lo, hi + 1))
+            got = self._versions[name] = sorted(set(out))
+        return got
 
     def layout(self, name: str, version: int) -> dict | None:
         """The layout of ``name`` that describes ``version``, or ``None``."""
