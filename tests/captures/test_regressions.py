@@ -200,3 +200,20 @@ def test_an_out_of_range_pcapng_timestamp_skips_one_packet_not_the_file():
     assert bad.severity == "warning" and "reading goes on" in bad.message
     assert d.pipeline.stats.bytes["damaged_records"] == 100
     assert sum(d.pipeline.stats.bytes.values()) == path.stat().st_size
+
+
+def test_fuzz_d1f98dda_a_million_identical_control_records():
+    """The long fuzz run's one hang (bench/bench_fuzz.py, unchanged input): a control batch of
+    a million identical records, cut by the end of the stream, with --records. Every record
+    is described (the same control record, decoded once) and the exchange is kept."""
+    d = decode_capture(REGRESSIONS / "fuzz-d1f98dda.pcap", with_records=True)
+    [ex] = d.exchanges
+    assert ex.records.records == 1_000_000 and ex.records.control
+    [batch] = [b for loc in ex.record_fields for b in loc.records.decoded.batches]
+    n = 0
+    types = set()
+    for r in batch.records:
+        n += 1
+        types.add(r.control["type_name"])
+    assert n == 1_000_000 and len(types) == 1
+    assert all_issue_kinds(d.exchanges, d.issues) == ["frame_truncated"]
