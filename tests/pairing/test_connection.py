@@ -638,10 +638,20 @@ def test_flexible_request_and_response_headers():
 def test_header_decode_error_for_a_tiny_request():
     w = Wire()
     # size 8: api_key, version, correlation_id but no room for the client_id length
-    out = w.req(i32(8) + i16(HEARTBEAT) + i16(0) + i32(1), 1)
-    [issue] = out
+    # it names its request (api_key, version, correlation_id): kept, so its response pairs
+    assert w.req(i32(8) + i16(HEARTBEAT) + i16(0) + i32(1), 1) == []
+    [ex] = exchanges(w.resp(response(1, heartbeat_v0_response_body()), 2))
+    assert (ex.correlation_id, ex.api_key, ex.status) == (1, HEARTBEAT, PAIRED)
+    [issue] = ex.issues
     assert issue.kind == IssueKind.HEADER_DECODE_ERROR
     assert issue.severity == Severity.ERROR and issue.direction == "request"
+    assert issue.correlation_id == 1 and issue.length_bytes == 12
+
+
+def test_header_decode_error_without_a_correlation_id_stands_alone():
+    w = Wire()
+    [issue] = w.req(i32(6) + i16(HEARTBEAT) + i16(0) + b"\x00\x01", 1)
+    assert issue.kind == IssueKind.HEADER_DECODE_ERROR and issue.correlation_id is None
 
 
 def test_request_gap_inside_a_body_keeps_pairing():
