@@ -1,0 +1,22 @@
+"""The real Kafka broker of the tests in this directory: one per test session."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from tests.support.kafka_broker import LIB_DIR, KafkaBroker
+
+
+@pytest.fixture(scope="session")
+def kafka_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaBroker]:
+    """A started single-node Kafka 4.3.1 broker (KRaft, PLAINTEXT on 127.0.0.1), shared by
+    the session; skips when Java or the jars (tests/broker/fetch.sh) are missing. Its
+    configuration and logs stay in pytest's temporary directory (``kafka-broker*``)."""
+    broker = KafkaBroker(LIB_DIR, tmp_path_factory.mktemp("kafka-broker"))
+    broker.start()
+    try:
+        yield broker
+    finally:
+        broker.stop()

@@ -1,0 +1,399 @@
+"""A real Apache Kafka broker (KRaft, combined controller+broker) for the tests.
+
+The jars come from ``tests/broker/pom.xml`` (Kafka 4.3.1, pinned), copied to
+``tests/broker/lib/`` by ``tests/broker/fetch.sh`` (run by ``.ci/setup``). :class:`KafkaBroker`
+writes a ``server.properties`` and a log4j2 configuration into a temporary directory, formats
+the storage (``kafka.tools.StorageTool format --standalone``), starts ``kafka.Kafka`` on
+127.0.0.1 with free ports, waits until it answers Metadata, and stops it.
+
+The broker's request log (logger ``kafka.request.logger`` at DEBUG) goes to
+``<dir>/kafka-request.log``: one line per completed request, the server-side truth
+(:func:`parse_request_log`). Everything else goes to ``<dir>/server.log``.
+
+Usage::
+
+    broker = KafkaBroker(LIB_DIR, tmp_dir).start()     # pytest.skip when Java/jars are missing
+    try:
+        broker.create_topic("orders", partitions=3)
+        ...  # clients use broker.bootstrap_servers
+    finally:
+        broker.stop()
+"""
+
+from __future__ import annotations
+
+import base64
+import ctypes
+import json
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["KAFKA_VERSION", "LIB_DIR", "KafkaBroker", "KafkaBrokerError", "LoggedRequest",
+           "missing_prerequisite", "parse_request_log", "parse_request_log_line"]
+
+#: The Kafka release pinned in tests/broker/pom.xml.
+KAFKA_VERSION = "4.3.1"
+#: Where tests/broker/fetch.sh puts the jars.
+LIB_DIR = Path(__file__).resolve().parents[1] / "broker" / "lib"
+
+
+class KafkaBrokerError(RuntimeError):
+    """The broker could not be formatted, started or stopped (message: why, with its log tail)."""
+
+
+def missing_prerequisite(lib_dir: Path = LIB_DIR) -> str | None:
+    """``None`` when a broker can be started from ``lib_dir``, else why not (a skip reason)."""
+    if shutil.which("java") is None:
+        return "java is not installed: the real Kafka broker tests need a JRE 17+ (.ci/setup)"
+    if not any(lib_dir.glob(f"kafka_2.13-{KAFKA_VERSION}.jar")):
+        return (f"Kafka {KAFKA_VERSION} jars missing in {lib_dir}: run tests/broker/fetch.sh "
+                "(needs Maven and Maven Central; .ci/setup runs it)")
+    return None
+
+
+def free_port() -> int:
+    """A TCP port of 127.0.0.1 that nothing listens on right now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def random_cluster_id() -> str:
+    """A KRaft cluster id as ``StorageTool random-uuid`` prints it (16 random bytes, URL-safe
+    base64 without padding, never starting with ``-``), made here to spare a JVM start."""
+    while True:
+        cid = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not cid.startswith("-"):
+            return cid
+
+
+def _die_with_parent() -> None:
+    """In the forked child, before exec: ask Linux to SIGKILL the broker when the test process
+    dies (PR_SET_PDEATHSIG), so that a killed test run leaves no JVM behind."""
+    if sys.platform.startswith("linux"):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG = 1
+
+
+# --------------------------------------------------------------------------- request log
+
+
+@dataclass(frozen=True)
+class LoggedRequest:
+    """One request as the broker's request log reports it (server-side truth).
+
+    Attributes:
+        api_key, api_version, correlation_id, client_id: the request header.
+        listener: listener name (``PLAINTEXT``, ``CONTROLLER``, ...).
+        local_port, client_host, client_port: the connection (from its connection id
+            ``"127.0.0.1:9092-127.0.0.1:54321-1-0"``: broker address, then client address).
+        total_time_ms, throttle_time_ms: the broker's timings (``totalTimeMs`` from reading
+            the request to sending the response; ``throttleTimeMs``).
+        forwarded: the controller logs a request a broker forwarded in an Envelope under
+            the inner request's header (the client's), on the broker's connection; the
+            Envelope's own header is not logged.
+        fields: the whole JSON object of the line (request and response bodies included).
+    """
+
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str | None
+    listener: str | None
+    local_port: int
+    client_host: str
+    client_port: int
+    total_time_ms: float
+    throttle_time_ms: float
+    forwarded: bool
+    fields: dict
+
+
+_COMPLETED = "Completed request:"
+_CONNECTION = re.compile(r"^(?P<lhost>.+):(?P<lport>\d+)-(?P<rhost>.+):(?P<rport>\d+)-\d+(-\d+)?$")
+
+
+def parse_request_log_line(line: str) -> LoggedRequest | None:
+    """Parse one line of Kafka 4.3's request log; ``None`` for any other line.
+
+    Kafka's ``RequestChannel`` logs each completed request at DEBUG as ``Completed request:``
+    followed by one JSON object (``RequestConvertToJson.requestDescMetrics``); the log4j2
+    pattern of :class:`KafkaBroker` puts ``[time] LEVEL`` before it. A real line (one line in
+    the file; the bodies are the broker's parsed request and its response, camelCase names,
+    bytes in base64, records as ``recordsSizeInBytes``; times in ms)::
+
+        [2026-11-25 07:18:26,809] DEBUG Completed request:{"isForwarded":false,
+        "requestHeader":{"requestApiKey":3,"requestApiVersion":13,"correlationId":2,
+        "clientId":"kafkasniff-ready-check","requestApiKeyName":"METADATA"},
+        "request":{"topics":[],"allowAutoTopicCreation":false,
+        "includeTopicAuthorizedOperations":false},"response":{...},
+        "connection":"127.0.0.1:57847-127.0.0.1:54702-1-0","totalTimeMs":13.432,
+        "requestQueueTimeMs":0.836,"localTimeMs":10.912,"remoteTimeMs":0.0,
+        "throttleTimeMs":0,"responseQueueTimeMs":0.461,"sendTimeMs":1.221,
+        "securityProtocol":"PLAINTEXT","principal":"User:ANONYMOUS","listener":"PLAINTEXT",
+        "clientInformation":{"softwareName":"confluent-kafka-python",
+        "softwareVersion":"2.16.1-rdkafka-2.16.0"}}
+
+    The connection id is ``<broker ip>:<port>-<client ip>:<port>-<processor>-<index>``.
+    """
+    at = line.find(_COMPLETED)
+    if at < 0:
+        return None
+    d = json.loads(line[at + len(_COMPLETED):])
+    h = d["requestHeader"]
+    m = _CONNECTION.match(d["connection"])
+    if m is None:
+        raise ValueError(f"unexpected connection id {d['connection']!r}")
+    return LoggedRequest(
+        api_key=int(h["requestApiKey"]), api_version=int(h["requestApiVersion"]),
+        correlation_id=int(h["correlationId"]), client_id=h.get("clientId"),
+        listener=d.get("listener"), local_port=int(m["lport"]), client_host=m["rhost"],
+        client_port=int(m["rport"]), total_time_ms=float(d["totalTimeMs"]),
+        throttle_time_ms=float(d.get("throttleTimeMs", 0)),
+        forwarded=bool(d.get("isForwarded")), fields=d)
+
+
+def parse_request_log(path: Path, offset: int = 0) -> list[LoggedRequest]:
+    """Every request of a request log file from byte ``offset`` on, in the order they
+    completed (a last line still being written, without its newline, is left out)."""
+    out = []
+    with open(path, encoding="utf-8") as f:
+        f.seek(offset)
+        for line in f:
+            if not line.endswith("\n"):
+                break
+            r = parse_request_log_line(line)
+            if r is not None:
+                out.append(r)
+    return out
+
+
+# --------------------------------------------------------------------------- broker
+
+_LOG4J2 = """<?xml version="1.0" encoding="UTF-8"?>
+<Configuration status="warn" shutdownHook="disable">
+  <Appenders>
+    <File name="server" fileName="{dir}/server.log" immediateFlush="true">
+      <PatternLayout pattern="[%d] %p %m (%c)%n"/>
+    </File>
+    <File name="request" fileName="{dir}/kafka-request.log" immediateFlush="true">
+      <PatternLayout pattern="[%d] %p %m%n"/>
+    </File>
+  </Appenders>
+  <Loggers>
+    <Root level="INFO"><AppenderRef ref="server"/></Root>
+    <Logger name="kafka.request.logger" level="DEBUG" additivity="false">
+      <AppenderRef ref="request"/>
+    </Logger>
+  </Loggers>
+</Configuration>
+"""
+
+
+class KafkaBroker:
+    """One Kafka node (KRaft ``process.roles=broker,controller``, node id 1) on 127.0.0.1.
+
+    Args:
+        lib_dir: the jars (``tests/broker/lib``).
+        work_dir: an empty directory for ``server.properties``, the log4j2 configuration,
+            the data (``data/``), ``server.log`` and ``kafka-request.log``.
+        heap: the JVM's ``-Xmx``.
+        extra_config: more ``server.properties`` settings (override the defaults).
+
+    Attributes:
+        port: the PLAINTEXT listener (clients); ``controller_port``: the CONTROLLER listener.
+        request_log, server_log: the two log files.
+    """
+
+    def __init__(self, lib_dir: Path, work_dir: Path, *, heap: str = "512m",
+                 extra_config: dict[str, str] | None = None) -> None:
+        self.lib_dir = Path(lib_dir)
+        self.work_dir = Path(work_dir)
+        self.heap = heap
+        self.port = free_port()
+        self.controller_port = free_port()
+        self.request_log = self.work_dir / "kafka-request.log"
+        self.server_log = self.work_dir / "server.log"
+        self.config = self._config(extra_config or {})
+        self.proc: subprocess.Popen | None = None
+        self.start_seconds: float | None = None
+
+    @property
+    def bootstrap_servers(self) -> str:
+        """``127.0.0.1:<port>`` of the PLAINTEXT listener."""
+        return f"127.0.0.1:{self.port}"
+
+    def _config(self, extra: dict[str, str]) -> dict[str, str]:
+        cfg = {
+            "process.roles": "broker,controller",
+            "node.id": "1",
+            "controller.quorum.bootstrap.servers": f"127.0.0.1:{self.controller_port}",
+            "listeners": f"PLAINTEXT://127.0.0.1:{self.port},"
+                         f"CONTROLLER://127.0.0.1:{self.controller_port}",
+            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.port},"
+                                    f"CONTROLLER://127.0.0.1:{self.controller_port}",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "controller.listener.names": "CONTROLLER",
+            "inter.broker.listener.name": "PLAINTEXT",
+            "log.dirs": str(self.work_dir / "data"),
+            "num.partitions": "1",
+            "auto.create.topics.enable": "true",
+            "offsets.topic.replication.factor": "1",
+            "offsets.topic.num.partitions": "3",
+            "transaction.state.log.replication.factor": "1",
+            "transaction.state.log.min.isr": "1",
+            "transaction.state.log.num.partitions": "3",
+            # KIP-848 consumer groups and KIP-932 share groups: in 4.3 the features
+            # group.version and share.version (both 1 on a 4.3-IV0 cluster; share.version
+            # is also given at format time) enable them. The deprecated
+            # group.coordinator.rebalance.protocols stays unset: any value of it disables
+            # the protocols it leaves out (streams, for "classic,consumer,share").
+            "share.coordinator.state.topic.replication.factor": "1",
+            "share.coordinator.state.topic.min.isr": "1",
+            "share.coordinator.state.topic.num.partitions": "3",
+            "group.initial.rebalance.delay.ms": "0",
+        }
+        cfg.update(extra)
+        return cfg
+
+    def _java(self, *args: str, heap: str) -> list[str]:
+        return ["java", f"-Xmx{heap}", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+                "-Djava.awt.headless=true",
+                f"-Dlog4j2.configurationFile={self.work_dir / 'log4j2.xml'}",
+                "-cp", str(self.lib_dir / "*"), *args]
+
+    def start(self, timeout: float = 90.0) -> "KafkaBroker":
+        """Write the configuration, format the storage, start the broker and wait (at most
+        ``timeout`` seconds) until it answers Metadata on the PLAINTEXT port.
+
+        Calls ``pytest.skip`` when Java or the jars are missing; raises
+        :class:`KafkaBrokerError` (with the server log's tail) when the broker fails.
+        """
+        reason = missing_prerequisite(self.lib_dir)
+        if reason is not None:
+            import pytest
+
+            pytest.skip(reason)
+        t0 = time.monotonic()
+        self.work_dir.mkdir(parents=True, exist_ok=True)
+        props = self.work_dir / "server.properties"
+        props.write_text("".join(f"{k}={v}\n" for k, v in self.config.items()))
+        (self.work_dir / "log4j2.xml").write_text(_LOG4J2.format(dir=self.work_dir))
+        fmt = subprocess.run(
+            self._java("kafka.tools.StorageTool", "format", "-t", random_cluster_id(),
+                       "-c", str(props), "--standalone", "--feature", "share.version=1",
+                       heap="256m"),
+            capture_output=True, text=True, timeout=60)
+        if fmt.returncode != 0:
+            raise KafkaBrokerError(f"StorageTool format failed ({fmt.returncode}):\n"
+                                   f"{fmt.stdout}{fmt.stderr}")
+        self._stdout = open(self.work_dir / "stdout.log", "wb")
+        self.proc = subprocess.Popen(self._java("kafka.Kafka", str(props), heap=self.heap),
+                                     stdin=subprocess.DEVNULL, stdout=self._stdout,
+                                     stderr=subprocess.STDOUT, preexec_fn=_die_with_parent)
+        try:
+            self._wait_ready(t0 + timeout)
+        except BaseException:
+            self.stop()
+            raise
+        self.start_seconds = time.monotonic() - t0
+        return self
+
+    def _wait_ready(self, deadline: float) -> None:
+        from confluent_kafka.admin import AdminClient
+
+        admin = None
+        last: object = None
+        while time.monotonic() < deadline:
+            if self.proc is not None and self.proc.poll() is not None:
+                raise KafkaBrokerError(f"the broker exited with {self.proc.returncode}:\n"
+                                       f"{self.log_tail()}")
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=1):
+                    pass
+            except OSError as exc:
+                last = exc
+                time.sleep(0.2)
+                continue
+            if admin is None:
+                admin = AdminClient({"bootstrap.servers": self.bootstrap_servers,
+                                     "client.id": "kafkasniff-ready-check"})
+            try:
+                md = admin.list_topics(timeout=5)
+                if md.brokers:
+                    del admin   # closes its connections
+                    return
+                last = "no broker in Metadata"
+            except Exception as exc:  # KafkaException until the broker is up
+                last = exc
+            time.sleep(0.2)
+        raise KafkaBrokerError(f"the broker did not answer within the timeout (last: {last}):\n"
+                               f"{self.log_tail()}")
+
+    def log_tail(self, lines: int = 40) -> str:
+        """The last ``lines`` lines of the server log and of the JVM's stdout/stderr."""
+        out = []
+        for p in (self.server_log, self.work_dir / "stdout.log"):
+            if p.exists():
+                text = p.read_text(errors="replace").splitlines()[-lines:]
+                out.append(f"--- {p}\n" + "\n".join(text))
+        return "\n".join(out)
+
+    def create_topic(self, name: str, partitions: int = 1, timeout: float = 30.0,
+                     config: dict[str, str] | None = None) -> None:
+        """Create ``name`` (replication factor 1) and wait until its partitions have a
+        leader in Metadata."""
+        from confluent_kafka.admin import AdminClient, NewTopic
+
+        admin = AdminClient({"bootstrap.servers": self.bootstrap_servers,
+                             "client.id": "kafkasniff-test-admin"})
+        fut = admin.create_topics([NewTopic(name, partitions, 1, config=config or {})],
+                                  operation_timeout=timeout)[name]
+        fut.result(timeout)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            t = admin.list_topics(name, timeout=5).topics.get(name)
+            if t is not None and t.error is None and len(t.partitions) == partitions and \
+                    all(p.leader >= 0 for p in t.partitions.values()):
+                return
+            time.sleep(0.1)
+        raise KafkaBrokerError(f"topic {name} has no leaders after {timeout} s")
+
+    def request_log_size(self) -> int:
+        """Bytes in the request log now (an offset for :meth:`requests`)."""
+        return self.request_log.stat().st_size if self.request_log.exists() else 0
+
+    def requests(self, offset: int = 0) -> list[LoggedRequest]:
+        """The requests the broker logged (both listeners) from byte ``offset`` of the
+        request log on (see :meth:`request_log_size`)."""
+        if not self.request_log.exists():
+            return []
+        return parse_request_log(self.request_log, offset)
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """SIGTERM the broker, wait up to ``timeout`` seconds, then SIGKILL. Idempotent."""
+        proc, self.proc = self.proc, None
+        if proc is not None and proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        if getattr(self, "_stdout", None) is not None:
+            self._stdout.close()
+            self._stdout = None
+
+    def __enter__(self) -> "KafkaBroker":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
