@@ -13,7 +13,7 @@ does not depend on the rule; subclasses implement :meth:`PairingConnection._on_f
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from kafkasniff.content import redaction
 from kafkasniff.content.budgets import Budgets
@@ -196,12 +196,20 @@ class PairingConnection:
         had synced before and is not closing)."""
         return []
 
+    def _frame_ids(self, is_request: bool, frame: Frame) -> dict:
+        """``correlation_id``, ``api_key``, ``api_version`` a frame's first bytes name (for
+        the issues of a damaged or cut frame); empty when the wire format has none."""
+        return {}
+
     # ------------------------------------------------------------------ frames
     def _handle(self, direction: int, events: list) -> list:
         out: list = []
         is_request = direction == self.client_dir
+        frame: Frame | None = None      # the frame just handled, with where its output starts
+        frame_out = 0
         for ev in events:
             if type(ev) is Frame:
+                frame, frame_out = ev, len(out)
                 self.synced_once[direction] = True
                 try:
                     out.extend(self._on_frame(direction, is_request, ev))
@@ -220,9 +228,24 @@ class PairingConnection:
                 elif not self.closing:
                     out.extend(self._resynced(direction, ev))
                 self.synced_once[direction] = True
-            out.append(self.issue(ev.kind, ev.message, severity=sev, ts_ns=ev.ts_ns,
-                                  direction=direction, stream_offset=ev.stream_offset,
-                                  length_bytes=ev.length_bytes))
+            ids = {}
+            if (frame is not None and frame.missing_bytes
+                    and ev.kind in (IssueKind.FRAME_DAMAGED, IssueKind.FRAME_TRUNCATED)):
+                ids = self._frame_ids(is_request, frame)   # the issue of the frame before it
+            issue = self.issue(ev.kind, ev.message, severity=sev, ts_ns=ev.ts_ns,
+                               direction=direction, stream_offset=ev.stream_offset,
+                               length_bytes=ev.length_bytes, **ids)
+            frame = None
+            if ids:
+                # the cut frame completed an exchange: the issue is that exchange's
+                done = [i for i in range(frame_out, len(out)) if type(out[i]) is Exchange
+                        and out[i].correlation_id == ids["correlation_id"]]
+                if done:
+                    ex = out[done[-1]]
+                    out[done[-1]] = replace(ex, issues=(*ex.issues, replace(
+                        issue, api_key=ex.api_key, api_version=ex.api_version)))
+                    continue
+            out.append(issue)
         return out
 
     # ------------------------------------------------------------------ records

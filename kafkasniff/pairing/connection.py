@@ -31,7 +31,7 @@ from kafkasniff.pairing.base import PairingConnection, PairingContext
 from kafkasniff.protocol.apis import PRODUCE, SASL_AUTHENTICATE, SASL_HANDSHAKE, SASL_TOKEN
 from kafkasniff.protocol.detect import response_validator
 from kafkasniff.protocol.framing import ACCEPT, Frame, Framer
-from kafkasniff.protocol.headers import peek_correlation_id
+from kafkasniff.protocol.headers import peek_correlation_id, peek_request_ids
 from kafkasniff.tcp.types import TcpConnection
 
 __all__ = ["KafkaConnection", "PairingContext"]
@@ -115,6 +115,16 @@ class KafkaConnection(PairingConnection):
 
     def _release_held(self) -> list:
         return self._release_acks0(None)
+
+    def _frame_ids(self, is_request: bool, frame: Frame) -> dict:
+        p = frame.payload
+        if is_request:
+            if len(p) < 8:
+                return {}
+            api_key, api_version, corr = peek_request_ids(p)
+            return {"correlation_id": corr, "api_key": api_key, "api_version": api_version}
+        corr = peek_correlation_id(p)
+        return {} if corr is None else {"correlation_id": corr}
 
     def _give_up_all(self, severity: str, why: str) -> list:
         out = [self._sasl_exchange(tok, None, ExchangeStatus.UNANSWERED)

@@ -258,11 +258,22 @@ def test_response_truncated_at_close_still_pairs():
     ex = one([e for e in out if isinstance(e, Exchange)])
     assert ex.status == PAIRED
     assert ex.response.missing_bytes == 6 and not ex.response.complete
-    framing = [e for e in out if isinstance(e, DecodeIssue)]
-    assert [i.kind for i in framing] == [IssueKind.FRAME_TRUNCATED]
-    assert framing[0].direction == "response"
+    # the cut is the exchange's issue, naming it (it was standalone, its ids null)
+    assert [e for e in out if isinstance(e, DecodeIssue)] == []
+    [cut] = [i for i in ex.issues if i.kind == IssueKind.FRAME_TRUNCATED]
+    assert cut.direction == "response" and cut.length_bytes == 6
+    assert (cut.correlation_id, cut.api_key, cut.api_version) == (5, ex.api_key, 1)
     # the body error is explained by the truncation, not reported again
     assert IssueKind.BODY_DECODE_ERROR not in kinds(ex)
+
+
+def test_request_truncated_at_close_names_its_request():
+    w = Wire()
+    req = metadata_v1_request(9)
+    assert w.req(req[:-3], 1) == []
+    out = w.close(2)
+    [cut] = [e for e in out if isinstance(e, DecodeIssue) and e.kind == IssueKind.FRAME_TRUNCATED]
+    assert (cut.correlation_id, cut.api_version, cut.direction) == (9, 1, "request")
 
 
 # --------------------------------------------------------------------------- orphans
