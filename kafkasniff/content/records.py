@@ -63,6 +63,7 @@ _ISSUE_KINDS = {
     "record_decode_error": IssueKind.RECORD_DECODE_ERROR,
     "unknown_magic": IssueKind.UNKNOWN_MAGIC,
     "unknown_codec": IssueKind.UNKNOWN_CODEC,
+    "spec_departure": IssueKind.SPEC_DEPARTURE,
 }
 
 

@@ -12,7 +12,8 @@ Kafka specifics handled here:
 - lz4: the LZ4 frame format; Kafka before 0.10 (message format magic 0) computed the frame
   header checksum over the wrong bytes (KAFKA-3160). Such frames fail the *header*
   checksum, so the frame is then read block by block without checking it (a wrong block or
-  content checksum is damaged data, not this quirk).
+  content checksum is damaged data, not this quirk); the caller learns it through
+  ``quirks`` (record decoding reports it as a spec departure from magic 1 on).
 - zstd: frames with or without the content size in their header; several frames and
   skippable frames are read (as zstd-jni's stream does).
 - gzip: several concatenated members are read (as Java's ``GZIPInputStream`` does).
@@ -71,15 +72,19 @@ def codec_name(codec: int) -> str:
     return CODEC_NAMES.get(codec, f"unknown({codec})")
 
 
-def decompress(codec: int, data: bytes, max_bytes: int = DEFAULT_MAX_BYTES) -> bytes:
+def decompress(codec: int, data: bytes, max_bytes: int = DEFAULT_MAX_BYTES,
+               quirks: list[str] | None = None) -> bytes:
     """Decompress ``data`` compressed with Kafka codec ``codec`` (the low 3 bits of a
     message/batch ``attributes``: 0 none, returned as is; 1 gzip; 2 snappy; 3 lz4; 4 zstd).
 
     Returns at most ``max_bytes`` bytes. Raises :class:`DecompressionLimit` when the output
     would be larger, :class:`DecompressionError` when the data is damaged or the codec
-    unknown.
+    unknown. ``quirks``: when a list is given, what was tolerated is appended to it (today:
+    ``"lz4_header_checksum"``, an LZ4 header checksum over the wrong bytes, KAFKA-3160).
     """
     try:
+        if codec == LZ4 and quirks is not None:
+            return _lz4(data, max_bytes, quirks)
         if codec == GZIP:
             return _gzip(data, max_bytes)
         if codec == SNAPPY:
@@ -157,7 +162,7 @@ def _snappy(data: bytes, max_bytes: int) -> bytes:
     return bytes(out)
 
 
-def _lz4(data: bytes, max_bytes: int) -> bytes:
+def _lz4(data: bytes, max_bytes: int, quirks: list[str] | None = None) -> bytes:
     if not data.startswith(LZ4_MAGIC):
         raise DecompressionError("lz4: not an LZ4 frame (bad magic)")
     # python-lz4 allocates max_length bytes per call: ask for _STEP at a time, not max_bytes;
@@ -183,6 +188,8 @@ def _lz4(data: bytes, max_bytes: int) -> bytes:
         # content checksum means damaged data
         if "headerchecksum" not in str(exc).lower():
             raise
+        if quirks is not None:
+            quirks.append("lz4_header_checksum")
         return _lz4_blocks(data, max_bytes)  # pre-0.10 Kafka: wrong header checksum
     return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 

@@ -135,7 +135,9 @@ class RecordIssue:
     Attributes:
         kind: ``crc_mismatch``, ``decompression_error``, ``decompression_limit``,
             ``truncated_batch`` (a batch length below the format's minimum),
-            ``record_decode_error``, ``unknown_magic`` or ``unknown_codec``.
+            ``record_decode_error``, ``unknown_magic``, ``unknown_codec`` or
+            ``spec_departure`` (decoded anyway: an LZ4 header checksum of pre-0.10 Kafka on
+            magic 1 or 2).
         message: what was found, with expected and actual values.
         offset: byte offset inside the records field (for problems inside compressed data:
             the start of the compressed section; the message gives the decompressed offset).
@@ -449,8 +451,9 @@ def _v2_batch(data: bytes, mv: memoryview, pos: int, end: int, ctx: _Ctx) -> Bat
     elif codec <= 4:
         allowed = ctx.allowance()
         if allowed:
+            quirks: list[str] = []
             try:
-                buf = decompress(codec, data[start:end], allowed)
+                buf = decompress(codec, data[start:end], allowed, quirks)
             except DecompressionLimit as exc:
                 if allowed == ctx.max_bytes:
                     issues.append(RecordIssue("decompression_limit", f"record batch at byte "
@@ -465,6 +468,10 @@ def _v2_batch(data: bytes, mv: memoryview, pos: int, end: int, ctx: _Ctx) -> Bat
             else:
                 uncompressed = rend = len(buf)
                 ctx.spend(uncompressed)
+                if quirks:
+                    issues.append(RecordIssue("spec_departure", _LZ4_HC_DEPARTURE.format(
+                        where=f"record batch at byte {pos} (base offset {base_offset})"),
+                        start))
         else:
             ctx.not_decompressed += 1
     else:
@@ -721,6 +728,10 @@ def _controls(defs, records, problems: list | None):
         yield Record(r.offset, r.timestamp_ms, r.key, r.value, r.headers, r.attributes, control)
 
 
+_LZ4_HC_DEPARTURE = ("{where}: LZ4 frame header checksum computed over the wrong bytes, as "
+                     "Kafka before 0.10 wrote it for magic 0 (KAFKA-3160); Kafka rejects it "
+                     "from magic 1 on (decoded anyway)")
+
 #: a batch with at most this many records keeps them as a tuple; a larger one is a
 #: :class:`LazyRecords`
 EAGER_RECORDS = 4096
@@ -940,8 +951,9 @@ def _legacy_batch(data: bytes, mv: memoryview, pos: int, end: int, magic: int,
         if not allowed:
             ctx.not_decompressed += 1
         else:
+            quirks = []
             try:
-                inner = decompress(codec, value or b"", allowed)
+                inner = decompress(codec, value or b"", allowed, quirks)
             except DecompressionLimit as exc:
                 if allowed == ctx.max_bytes:
                     issues.append(RecordIssue("decompression_limit", f"magic {magic} message "
@@ -953,6 +965,9 @@ def _legacy_batch(data: bytes, mv: memoryview, pos: int, end: int, magic: int,
             except DecompressionError as exc:
                 issues.append(RecordIssue("decompression_error", f"magic {magic} message at "
                                           f"byte {pos} (offset {offset}): {exc}", vstart))
+        if inner is not None and quirks and magic >= 1:     # magic 0: the Kafka of then
+            issues.append(RecordIssue("spec_departure", _LZ4_HC_DEPARTURE.format(
+                where=f"magic {magic} message at byte {pos} (offset {offset})"), vstart))
         if inner is not None:
             uncompressed = len(inner)
             ctx.spend(uncompressed)

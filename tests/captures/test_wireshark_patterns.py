@@ -308,7 +308,7 @@ def test_damaged_lz4_in_produce_requests():
     one. Every exchange is paired; each frame that does not decompress is one
     decompression_error naming the LZ4 failure and its batch is summarised from its header;
     a wrong header checksum alone is read as the pre-0.10 quirk (KAFKA-3160), so that
-    batch decodes, like the valid one."""
+    batch decodes, like the valid one, with a spec_departure (magic 2: Kafka rejects it)."""
     d = decode_capture(LZ4, with_records=True)
     for corr, (topic, text) in enumerate(LZ4_DAMAGE, start=1):
         ex = by_conn(d, 50520, corr)
@@ -317,7 +317,8 @@ def test_damaged_lz4_in_produce_requests():
         [batch] = batches(ex)
         assert (batch.magic, batch.codec, batch.record_count) == (2, "lz4", 3)
         if text is None:
-            assert kinds(ex) == {}
+            assert kinds(ex) == {"spec_departure": 1}
+            assert "KAFKA-3160" in ex.issues[0].message
             assert values(batch) == [b"lz4-bad-0", b"lz4-bad-1", b"lz4-bad-2"]
             continue
         [issue] = ex.issues
@@ -345,9 +346,10 @@ def test_damaged_lz4_batches_in_one_fetch_response():
         [None, [b"lz4-bad-0", b"lz4-bad-1", b"lz4-bad-2"], None, None, None, None, None,
          [b"lz4-ok-0", b"lz4-ok-1", b"lz4-ok-2"]]
     assert [r.offset for r in got[-1].records] == [21, 22, 23]
-    assert kinds(ex) == {"decompression_error": 6}
+    assert kinds(ex) == {"decompression_error": 6, "spec_departure": 1}
     damaged = [(3 * i, text) for i, (_, text) in enumerate(LZ4_DAMAGE) if text]
-    for issue, (offset, text) in zip(ex.issues, damaged, strict=True):
+    errors = [i for i in ex.issues if i.kind == "decompression_error"]
+    for issue, (offset, text) in zip(errors, damaged, strict=True):
         assert issue.direction == "response"
         assert f"(base offset {offset}): lz4: " in issue.message and text in issue.message
     assert ex.records.batches == 8 and ex.records.records == 24
@@ -355,13 +357,15 @@ def test_damaged_lz4_batches_in_one_fetch_response():
 
 def test_legacy_lz4_message_sets():
     """Magic 0 and magic 1 lz4 wrappers with the pre-0.10 header checksum (KAFKA-3160) and a
-    correct one decode; a wrapper with a bad frame magic and a KAFKA-3160 one whose block
+    correct one decode (the magic 1 one with a spec_departure: Kafka wrote that checksum only
+    on magic 0); a wrapper with a bad frame magic and a KAFKA-3160 one whose block
     runs past the frame are one decompression_error each."""
     d = decode_capture(LZ4, with_records=True)
     decoded = {1: (0, b"lz4-m0-kafka3160-"), 2: (1, b"lz4-m1-kafka3160-"), 3: (1, b"lz4-m1-ok-")}
     for corr, (magic, prefix) in decoded.items():
         ex = by_conn(d, 50522, corr)
-        assert ex.status == "paired" and kinds(ex) == {}
+        assert ex.status == "paired"
+        assert kinds(ex) == ({"spec_departure": 1} if corr == 2 else {})
         [batch] = batches(ex)
         assert (batch.magic, batch.codec) == (magic, "lz4")
         assert values(batch) == [prefix + b"0", prefix + b"1"]
@@ -378,8 +382,9 @@ def test_legacy_lz4_message_sets():
 
 def test_lz4_capture_issue_totals():
     """Exactly one issue per damaged LZ4 frame: 6 in Produce requests, 6 in the Fetch
-    response, 2 legacy wrappers; every exchange paired."""
+    response, 2 legacy wrappers, and a spec_departure per pre-0.10 header checksum on magic
+    1 or 2 (Produce, Fetch, legacy); every exchange paired."""
     d = decode_capture(LZ4, with_records=True)
-    assert all_kinds(d) == {"decompression_error": 14}
+    assert all_kinds(d) == {"decompression_error": 14, "spec_departure": 3}
     assert len(d.exchanges) == 14 and {ex.status for ex in d.exchanges} == {"paired"}
     assert d.issues == []

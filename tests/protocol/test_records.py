@@ -33,10 +33,12 @@ I16 = st.integers(-(2 ** 15), 2 ** 15 - 1)
 I32 = st.integers(-(2 ** 31), 2 ** 31 - 1)
 I64 = st.integers(-(2 ** 63), 2 ** 63 - 1)
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
-# (codec, encoder options): every framing real clients write
+# (codec, encoder options): every framing real clients write; the pre-0.10 LZ4 header
+# checksum (KAFKA-3160) only with magic 0, as Kafka wrote it (on magic 1 and 2 it is a
+# spec_departure, tested apart)
 FRAMINGS = [("none", {}), ("gzip", {}), ("snappy", {}), ("snappy", {"xerial": True}),
-            ("lz4", {}), ("lz4", {"lz4_broken_hc": True}), ("zstd", {}),
-            ("zstd", {"zstd_content_size": False})]
+            ("lz4", {}), ("zstd", {}), ("zstd", {"zstd_content_size": False})]
+FRAMINGS_MAGIC0 = [*FRAMINGS, ("lz4", {"lz4_broken_hc": True})]
 
 nullable_bytes = st.none() | st.binary(max_size=40)
 header = st.tuples(st.text(max_size=8), nullable_bytes)
@@ -166,7 +168,7 @@ def v2_batch(draw):
 @st.composite
 def legacy_set(draw):
     magic = draw(st.sampled_from([0, 1]))
-    codec, opts = draw(st.sampled_from(FRAMINGS))
+    codec, opts = draw(st.sampled_from(FRAMINGS_MAGIC0 if magic == 0 else FRAMINGS))
     n = draw(st.integers(1, 5))
     first = draw(st.integers(0, 2 ** 40))
     recs = [enc.Rec(key=draw(nullable_bytes), value=draw(nullable_bytes), offset=first + i,
@@ -817,3 +819,19 @@ def test_a_control_record_repeated_is_described_once(monkeypatch):
     out = list(rec._controls(load_definitions(), iter(plain), []))
     assert len(out) == 5000 and len(calls) == 1
     assert out[-1].control["type_name"] == "COMMIT" and out[-1].offset == 4999
+
+
+@pytest.mark.parametrize("magic", [1, 2])
+def test_the_pre_0_10_lz4_header_checksum_is_a_departure_from_magic_1_on(magic):
+    """Kafka wrote the wrong LZ4 header checksum (KAFKA-3160) only with magic 0 and rejects
+    it from magic 1 on: decoded anyway, with a spec_departure (it passed silently)."""
+    recs = [enc.Rec(key=b"k", value=b"v" * 50, offset=0, timestamp=1 if magic == 1 else None)]
+    wire = (enc.message_set(1, recs, codec="lz4", lz4_broken_hc=True) if magic == 1
+            else enc.record_batch(recs, codec="lz4", lz4_broken_hc=True))
+    b = decode_records(wire, with_records=True)
+    [issue] = b.issues
+    assert issue.kind == "spec_departure" and "KAFKA-3160" in issue.message
+    assert [r.value for batch in b.batches for r in batch.records] == [b"v" * 50]
+    # magic 0 with that checksum is how Kafka wrote it: no issue
+    assert decode_records(enc.message_set(0, [dataclasses.replace(recs[0], timestamp=None)],
+                                          codec="lz4", lz4_broken_hc=True)).issues == ()
