@@ -328,10 +328,12 @@ class KafkaConnection(PairingConnection):
             frame.payload, p.api_key, p.api_version, request_body=p.frame.layout_body,
             mechanism=sasl.mechanism if sasl is not None else None)
         if d.header_error is not None:
-            issue = self.issue(IssueKind.HEADER_DECODE_ERROR, f"response header: {d.header_error}",
+            exc = d.header_error
+            issue = self.issue(IssueKind.HEADER_DECODE_ERROR, f"response header: {exc}",
                                ts_ns=frame.first_ts_ns, direction=rdir,
                                stream_offset=frame.stream_offset,
-                               length_bytes=frame.size + 4, correlation_id=corr,
+                               length_bytes=frame.size + 4, field_path=exc.field_path,
+                               frame_offset=exc.offset, correlation_id=corr,
                                api_key=p.api_key, api_version=p.api_version)
             return [self._answered(p, self._message(frame, d, rdir), None,
                                    ExchangeStatus.PAIRED, [issue])]

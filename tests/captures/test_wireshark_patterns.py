@@ -121,6 +121,8 @@ def test_tagged_field_counts_beyond_the_frame_are_one_issue():
     assert issue.message == ("response header: tagged field count exceeds the frame at "
                              "header._tagged_fields (offset 9)")
     assert issue.correlation_id == 1 and header.response.header == {"correlation_id": 1}
+    # located like a request header's issue (field_path and frame_offset were empty)
+    assert (issue.field_path, issue.frame_offset) == ("header._tagged_fields", 9)
 
 
 def test_a_request_header_with_an_impossible_tagged_field_count_keeps_its_exchange():
