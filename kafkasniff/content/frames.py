@@ -196,6 +196,8 @@ class ContentDecoder:
             header["_unknown_tagged_fields"] = hdr.tagged_fields
         out = self._body(header, hdr.api_key, hdr.api_version, False, payload, hdr.size,
                          None, mechanism)
+        if hdr.tagged_fields:
+            _check_header_tags(hdr.tagged_fields, out.issues)
         if hdr.client_id_offset >= 0:
             out.issues.insert(0, BodyIssue(
                 IssueKind.SPEC_DEPARTURE, "client_id is not valid UTF-8 (shown with \\x "
@@ -223,8 +225,11 @@ class ContentDecoder:
         header = {"correlation_id": corr}
         if tagged:
             header["_unknown_tagged_fields"] = tagged
-        return self._body(header, api_key, api_version, True, payload, body_offset,
-                          request_body, mechanism)
+        out = self._body(header, api_key, api_version, True, payload, body_offset,
+                         request_body, mechanism)
+        if tagged:
+            _check_header_tags(tagged, out.issues)
+        return out
 
     def decode_sasl_token(self, payload: bytes, from_client: bool,
                           mechanism: str | None) -> DecodedFrame:
@@ -418,3 +423,15 @@ class ContentDecoder:
         complete = not any(i.kind == IssueKind.BODY_DECODE_ERROR for i in issues)
         raw = bytes(payload[2:]) if body is None else None
         return DecodedFrame(header, body, raw, complete, 2, list(issues), request_type, -1)
+
+
+def _check_header_tags(tagged: list[dict], issues: list) -> None:
+    """KIP-482: tagged fields appear in ascending tag order, each tag once. One
+    spec_departure for a header that breaks it (not one per field)."""
+    bad = [(a["tag"], b["tag"]) for a, b in zip(tagged, tagged[1:]) if b["tag"] <= a["tag"]]
+    if bad:
+        first, second = bad[0]
+        issues.insert(0, BodyIssue(
+            IssueKind.SPEC_DEPARTURE, f"header tagged fields out of order: tag {second} after "
+            f"tag {first} ({len(bad)} of {len(tagged)} fields; tags must ascend, KIP-482)",
+            "header._tagged_fields", -1))
