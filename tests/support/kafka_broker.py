@@ -45,6 +45,15 @@ KAFKA_VERSION = "4.3.1"
 LIB_DIR = Path(__file__).resolve().parents[1] / "broker" / "lib"
 
 
+#: SASL mechanism -> (user, password) on the SASL_PLAINTEXT listener (test secrets: the
+#: secret-search tests look for them in every output)
+SASL_USERS = {
+    "PLAIN": ("alice", "alice-plain-Pa55word"),
+    "SCRAM-SHA-256": ("bob", "bob-scram256-Pa55word"),
+    "SCRAM-SHA-512": ("carol", "carol-scram512-Pa55word"),
+}
+
+
 class KafkaBrokerError(RuntimeError):
     """The broker could not be formatted, started or stopped (message: why, with its log tail)."""
 
@@ -209,7 +218,9 @@ class KafkaBroker:
         extra_config: more ``server.properties`` settings (override the defaults).
 
     Attributes:
-        port: the PLAINTEXT listener (clients); ``controller_port``: the CONTROLLER listener.
+        port: the PLAINTEXT listener (clients); ``sasl_port``: the SASL_PLAINTEXT listener
+            (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512; users in :data:`SASL_USERS`);
+            ``controller_port``: the CONTROLLER listener.
         request_log, server_log: the two log files.
     """
 
@@ -219,6 +230,7 @@ class KafkaBroker:
         self.work_dir = Path(work_dir)
         self.heap = heap
         self.port = free_port()
+        self.sasl_port = free_port()
         self.controller_port = free_port()
         self.request_log = self.work_dir / "kafka-request.log"
         self.server_log = self.work_dir / "server.log"
@@ -237,10 +249,22 @@ class KafkaBroker:
             "node.id": "1",
             "controller.quorum.bootstrap.servers": f"127.0.0.1:{self.controller_port}",
             "listeners": f"PLAINTEXT://127.0.0.1:{self.port},"
+                         f"SASL_PLAINTEXT://127.0.0.1:{self.sasl_port},"
                          f"CONTROLLER://127.0.0.1:{self.controller_port}",
             "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.port},"
+                                    f"SASL_PLAINTEXT://127.0.0.1:{self.sasl_port},"
                                     f"CONTROLLER://127.0.0.1:{self.controller_port}",
-            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,"
+                                              "SASL_PLAINTEXT:SASL_PLAINTEXT",
+            # SASL_PLAINTEXT: PLAIN users in the JAAS configuration, SCRAM credentials
+            # written at format time (SASL_USERS)
+            "sasl.enabled.mechanisms": ",".join(SASL_USERS),
+            "listener.name.sasl_plaintext.plain.sasl.jaas.config":
+                "org.apache.kafka.common.security.plain.PlainLoginModule required "
+                f'user_{SASL_USERS["PLAIN"][0]}="{SASL_USERS["PLAIN"][1]}";',
+            **{f"listener.name.sasl_plaintext.{mech.lower()}.sasl.jaas.config":
+               "org.apache.kafka.common.security.scram.ScramLoginModule required;"
+               for mech in SASL_USERS if mech.startswith("SCRAM")},
             "controller.listener.names": "CONTROLLER",
             "inter.broker.listener.name": "PLAINTEXT",
             "log.dirs": str(self.work_dir / "data"),
@@ -290,6 +314,9 @@ class KafkaBroker:
         fmt = subprocess.run(
             self._java("kafka.tools.StorageTool", "format", "-t", random_cluster_id(),
                        "-c", str(props), "--standalone", "--feature", "share.version=1",
+                       *[arg for mech, (user, password) in SASL_USERS.items()
+                         if mech.startswith("SCRAM")
+                         for arg in ("--add-scram", f"{mech}=[name={user},password={password}]")],
                        heap="256m"),
             capture_output=True, text=True, timeout=60)
         if fmt.returncode != 0:
