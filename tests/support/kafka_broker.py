@@ -284,6 +284,10 @@ class KafkaBroker:
             "share.coordinator.state.topic.min.isr": "1",
             "share.coordinator.state.topic.num.partitions": "3",
             "group.initial.rebalance.delay.ms": "0",
+            # client quotas measured over 2 x 1 s (default 11 x 1 s): a test throttles a
+            # client with a few kilobytes instead of tens
+            "quota.window.num": "2",
+            "quota.window.size.seconds": "1",
         }
         cfg.update(extra)
         return cfg
