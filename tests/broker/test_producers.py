@@ -12,35 +12,23 @@ transaction and EndTxn commits it; the values decoded are the values sent.
 
 from __future__ import annotations
 
-import sys
-import time
 import uuid
 from collections import defaultdict
-from pathlib import Path
 
 import pytest
 
-from kafkasniff.model import ConnectionSummary, Exchange, ExchangeStatus
-from kafkasniff.pipeline import Pipeline, PipelineOptions, analyze
+from kafkasniff.model import ExchangeStatus
+from tests.broker.common import capture_scenario, unpaired
 from tests.live.helpers import capture_permission
 
 pytestmark = [pytest.mark.skipif(capture_permission() is not None,
                                  reason=capture_permission() or "")]
 
-CAPTURES = Path(__file__).resolve().parents[2] / "captures"
 N = 12
 MODES = {"acks0": {"acks": 0}, "acks1": {"acks": 1}, "acksall": {"acks": "all"},
          "idempotent": {"enable.idempotence": True},
          "txn": {"transactional.id": "TXN"}}
 
-
-def _tcpdump(path: Path, ports: list[int]):
-    sys.path.insert(0, str(CAPTURES))
-    try:
-        from harness.tcpdump import Tcpdump
-    finally:
-        sys.path.remove(str(CAPTURES))
-    return Tcpdump(path, ports)
 
 
 def _produce(bootstrap: str, topic: str, tag: str) -> dict[str, list[bytes]]:
@@ -72,33 +60,10 @@ def decoded(kafka_broker, tmp_path_factory):
     tag = "pr-" + uuid.uuid4().hex[:6]
     topic = f"{tag}-topic"
     broker.create_topic(topic, partitions=2)
-    pcap = tmp_path_factory.mktemp("producers") / "producers.pcap"
-    td = _tcpdump(pcap, [broker.port])
-    offset = broker.request_log_size()
-    td.start()
-    try:
-        sent = _produce(broker.bootstrap_servers, topic, tag)
-    except BaseException:
-        td.kill()
-        raise
-    td.stop()
-    time.sleep(0.3)
-    exchanges, summaries = [], {}
-    pipe = Pipeline(PipelineOptions(ports=frozenset({broker.port}), with_records=True,
-                                    meta_records=True))
-    for rec in analyze([pcap], pipeline=pipe):
-        if type(rec) is Exchange:
-            exchanges.append(rec)
-        elif type(rec) is ConnectionSummary:
-            summaries[rec.client] = rec
-    seen = {int(c.rsplit(":", 1)[1]) for c, s in summaries.items() if s.handshake_seen}
-    logged = [r for r in broker.requests(offset) if r.local_port == broker.port
-              and not r.forwarded and r.client_port in seen]
-    return tag, sent, exchanges, logged
-
-
-def _port(ex: Exchange) -> int:
-    return int(ex.client.rsplit(":", 1)[1])
+    cap, sent = capture_scenario(
+        broker, broker.port, tmp_path_factory.mktemp("producers") / "producers.pcap",
+        lambda: _produce(broker.bootstrap_servers, topic, tag), with_records=True)
+    return tag, sent, cap
 
 
 def _produce_batches(exchanges, cid):
@@ -110,24 +75,19 @@ def _produce_batches(exchanges, cid):
 
 
 def test_every_logged_request_is_paired_with_the_brokers_ids(decoded):
-    tag, _, exchanges, logged = decoded
-    assert logged
-    by_key = {(_port(ex), ex.correlation_id): ex for ex in exchanges}
-    problems = []
-    for r in logged:
-        ex = by_key.get((r.client_port, r.correlation_id))
-        got = None if ex is None else (ex.api_key, ex.api_version, ex.client_id, ex.status)
-        acks0 = ex is not None and ex.api_name == "Produce" and \
-            ex.request.body.get("acks") == 0
-        want = (r.api_key, r.api_version, r.client_id,
-                ExchangeStatus.NO_RESPONSE_EXPECTED if acks0 else ExchangeStatus.PAIRED)
-        if got != want:
-            problems.append((r.client_port, r.correlation_id, got, want))
-    assert not problems, problems
+    _, _, cap = decoded
+    assert cap.logged
+
+    def status(ex):
+        acks0 = ex.api_name == "Produce" and ex.request.body.get("acks") == 0
+        return ExchangeStatus.NO_RESPONSE_EXPECTED if acks0 else ExchangeStatus.PAIRED
+
+    assert not unpaired(cap, status)
 
 
 def test_acks0_produce_expects_no_response(decoded):
-    tag, sent, exchanges, _ = decoded
+    tag, sent, cap = decoded
+    exchanges = cap.exchanges
     produce = [ex for ex in exchanges if ex.api_name == "Produce"
                and ex.client_id == f"{tag}-acks0"]
     assert produce and {ex.status for ex in produce} == {ExchangeStatus.NO_RESPONSE_EXPECTED}
@@ -139,7 +99,8 @@ def test_acks0_produce_expects_no_response(decoded):
 
 
 def test_every_value_sent_is_decoded_once(decoded):
-    tag, sent, exchanges, _ = decoded
+    tag, sent, cap = decoded
+    exchanges = cap.exchanges
     for cid, values in sent.items():
         got = [r.value for ex, b in _produce_batches(exchanges, cid)
                if ex.status != ExchangeStatus.PAIRED or not ex.errors for r in b.records]
@@ -148,7 +109,8 @@ def test_every_value_sent_is_decoded_once(decoded):
 
 
 def test_idempotent_batches_carry_the_producer_id_and_sequences(decoded):
-    tag, _, exchanges, _ = decoded
+    tag, _, cap = decoded
+    exchanges = cap.exchanges
     for mode in ("idempotent", "txn"):
         cid = f"{tag}-{mode}"
         # retried while the coordinator loads (COORDINATOR_LOAD_IN_PROGRESS ...): the last
@@ -175,7 +137,8 @@ def test_idempotent_batches_carry_the_producer_id_and_sequences(decoded):
 
 
 def test_the_transaction_adds_its_partitions_and_commits(decoded):
-    tag, _, exchanges, _ = decoded
+    tag, _, cap = decoded
+    exchanges = cap.exchanges
     cid = f"{tag}-txn"
     names = [ex.api_name for ex in exchanges if ex.client_id == cid]
     assert {"FindCoordinator", "InitProducerId", "EndTxn"} <= set(names)

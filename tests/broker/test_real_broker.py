@@ -28,7 +28,6 @@ from __future__ import annotations
 import base64
 import re
 import shutil
-import sys
 import time
 import uuid
 from collections import Counter, defaultdict
@@ -40,6 +39,7 @@ import pytest
 from kafkasniff.issues import IssueKind, Severity
 from kafkasniff.model import ConnectionSummary, DecodeIssue, Exchange, ExchangeStatus
 from kafkasniff.pipeline import Pipeline, PipelineOptions, analyze
+from tests.broker.common import tcpdump_class
 from tests.live.helpers import capture_permission
 from tests.support.kafka_broker import KafkaBroker, LoggedRequest
 
@@ -55,20 +55,6 @@ N = 20                      # records per producer
 PARTITIONS = 3
 CK_CODECS = ("lz4", "zstd")  # one librdkafka producer each
 KP_CODEC = "gzip"
-
-
-def _tcpdump_class():
-    """The capture harness's tcpdump wrapper (captures/harness/tcpdump.py: waits until tcpdump
-    listens, checks that no packet was dropped or lost on stop)."""
-    added = str(CAPTURES) not in sys.path
-    if added:
-        sys.path.insert(0, str(CAPTURES))
-    try:
-        from harness.tcpdump import Tcpdump
-    finally:
-        if added and str(CAPTURES) in sys.path:
-            sys.path.remove(str(CAPTURES))
-    return Tcpdump
 
 
 # --------------------------------------------------------------------------- scenario
@@ -163,7 +149,7 @@ def captured(kafka_broker: KafkaBroker, tmp_path_factory) -> Captured:
     pcap = tmp_path_factory.mktemp("real-broker") / "real_broker.pcap"
     tag = "ks-" + uuid.uuid4().hex[:6]
     topic = f"{tag}-topic"
-    tcpdump = _tcpdump_class()(pcap, [broker.port])
+    tcpdump = tcpdump_class()(pcap, [broker.port])
     log_offset = broker.request_log_size()
     tcpdump.start()
     try:

@@ -12,17 +12,13 @@ so the search can fail; the principal the broker logged is the user who authenti
 
 from __future__ import annotations
 
-import sys
-import time
 import uuid
-from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from kafkasniff.cli import main
-from kafkasniff.model import ConnectionSummary, Exchange, ExchangeStatus
-from kafkasniff.pipeline import Pipeline, PipelineOptions, analyze
+from tests.broker.common import capture_scenario, unpaired
 from tests.captures.test_secrets import TEXT_OUTPUTS, _leaks, _parquet_text
 from tests.live.helpers import capture_permission
 from tests.support.kafka_broker import SASL_USERS
@@ -30,77 +26,47 @@ from tests.support.kafka_broker import SASL_USERS
 pytestmark = [pytest.mark.skipif(capture_permission() is not None,
                                  reason=capture_permission() or "")]
 
-CAPTURES = Path(__file__).resolve().parents[2] / "captures"
 SECRETS = [password.encode() for _, password in SASL_USERS.values()]
 
 
-def _tcpdump(path: Path, ports: list[int]):
-    sys.path.insert(0, str(CAPTURES))
-    try:
-        from harness.tcpdump import Tcpdump
-    finally:
-        sys.path.remove(str(CAPTURES))
-    return Tcpdump(path, ports)
+
+def _authenticate_and_produce(port: int, topic: str, tag: str) -> None:
+    from confluent_kafka import Producer
+
+    for mech, (user, password) in SASL_USERS.items():
+        p = Producer({"bootstrap.servers": f"127.0.0.1:{port}",
+                      "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": mech,
+                      "sasl.username": user, "sasl.password": password,
+                      "client.id": f"{tag}-{mech.lower()}", "linger.ms": 5})
+        for i in range(3):
+            p.produce(topic, value=f"{mech}-{i}".encode())
+        assert p.flush(20) == 0, mech
+        del p
 
 
 @pytest.fixture(scope="module")
 def sasl_capture(kafka_broker, tmp_path_factory):
-    from confluent_kafka import Producer
-
     broker = kafka_broker
     tag = "sasl-" + uuid.uuid4().hex[:6]
     topic = f"{tag}-topic"
     broker.create_topic(topic, partitions=1)
-    pcap = tmp_path_factory.mktemp("sasl") / "sasl.pcap"
-    td = _tcpdump(pcap, [broker.sasl_port])
-    offset = broker.request_log_size()
-    td.start()
-    try:
-        for mech, (user, password) in SASL_USERS.items():
-            p = Producer({"bootstrap.servers": f"127.0.0.1:{broker.sasl_port}",
-                          "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": mech,
-                          "sasl.username": user, "sasl.password": password,
-                          "client.id": f"{tag}-{mech.lower()}", "linger.ms": 5})
-            for i in range(3):
-                p.produce(topic, value=f"{mech}-{i}".encode())
-            assert p.flush(20) == 0, mech
-            del p
-    except BaseException:
-        td.kill()
-        raise
-    td.stop()
-    time.sleep(0.3)
-    exchanges, summaries = [], {}
-    pipe = Pipeline(PipelineOptions(ports=frozenset({broker.sasl_port}), meta_records=True))
-    for rec in analyze([pcap], pipeline=pipe):
-        if type(rec) is Exchange:
-            exchanges.append(rec)
-        elif type(rec) is ConnectionSummary:
-            summaries[rec.client] = rec
-    seen = {int(c.rsplit(":", 1)[1]) for c, s in summaries.items() if s.handshake_seen}
-    logged = [r for r in broker.requests(offset)
-              if r.local_port == broker.sasl_port and r.client_port in seen]
-    return tag, pcap, exchanges, logged
+    cap, _ = capture_scenario(
+        broker, broker.sasl_port, tmp_path_factory.mktemp("sasl") / "sasl.pcap",
+        lambda: _authenticate_and_produce(broker.sasl_port, topic, tag))
+    return tag, cap
 
 
 def test_every_logged_request_is_paired_with_the_brokers_ids(sasl_capture):
-    tag, _, exchanges, logged = sasl_capture
+    _, cap = sasl_capture
     # the broker's authenticator answers ApiVersions, SaslHandshake and SaslAuthenticate
     # before the request channel: the request log has what follows (Metadata, Produce ...)
-    assert {r.api_key for r in logged} >= {0, 3}
-    by_key = {(int(ex.client.rsplit(":", 1)[1]), ex.correlation_id): ex for ex in exchanges}
-    problems = []
-    for r in logged:
-        ex = by_key.get((r.client_port, r.correlation_id))
-        got = None if ex is None else (ex.api_key, ex.api_version, ex.client_id, ex.status)
-        want = (r.api_key, r.api_version, r.client_id, ExchangeStatus.PAIRED)
-        if got != want:
-            problems.append((r.client_port, r.correlation_id, got, want))
-    assert not problems, problems
+    assert {r.api_key for r in cap.logged} >= {0, 3}
+    assert not unpaired(cap)
 
 
 def test_mechanisms_and_principals(sasl_capture):
-    tag, _, exchanges, logged = sasl_capture
+    tag, cap = sasl_capture
+    exchanges, logged = cap.exchanges, cap.logged
     for mech, (user, _) in SASL_USERS.items():
         cid = f"{tag}-{mech.lower()}"
         hs = [ex for ex in exchanges if ex.api_name == "SaslHandshake" and ex.client_id == cid]
@@ -114,7 +80,7 @@ def test_mechanisms_and_principals(sasl_capture):
 
 
 def test_no_password_or_proof_in_any_output(sasl_capture, tmp_path):
-    _, pcap, _, _ = sasl_capture
+    pcap = sasl_capture[1].pcap
     runner = CliRunner()
     texts = {}
     for name, args in TEXT_OUTPUTS.items():
@@ -135,7 +101,7 @@ def test_no_password_or_proof_in_any_output(sasl_capture, tmp_path):
 
 
 def test_show_secrets_shows_the_plain_password(sasl_capture):
-    _, pcap, _, _ = sasl_capture
+    pcap = sasl_capture[1].pcap
     res = CliRunner().invoke(main, ["read", "-q", "--json", "--show-secrets", str(pcap)],
                              catch_exceptions=False)
     assert _leaks(res.output, [SASL_USERS["PLAIN"][1].encode()])

@@ -12,39 +12,28 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import time
 import uuid
-from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from kafkasniff.cli import main
-from kafkasniff.model import ConnectionSummary, Exchange, ExchangeStatus
-from kafkasniff.pipeline import Pipeline, PipelineOptions, analyze
+from kafkasniff.model import ExchangeStatus
+from tests.broker.common import capture_scenario, client_port
 from tests.live.helpers import capture_permission
 
 pytestmark = [pytest.mark.skipif(capture_permission() is not None,
                                  reason=capture_permission() or "")]
 
-CAPTURES = Path(__file__).resolve().parents[2] / "captures"
 RATE = 4096             # bytes per second, both quotas
 RECORDS, SIZE = 12, 1024
 
 
-def _tcpdump(path: Path, ports: list[int]):
-    sys.path.insert(0, str(CAPTURES))
-    try:
-        from harness.tcpdump import Tcpdump
-    finally:
-        sys.path.remove(str(CAPTURES))
-    return Tcpdump(path, ports)
-
 
 def _set_quota(broker, client_id: str, quota: str) -> None:
     """``kafka-configs --alter --entity-type clients`` (kafka.admin.ConfigCommand)."""
-    cmd = broker._java("kafka.admin.ConfigCommand", "--bootstrap-server",
+    cmd = broker.java("kafka.admin.ConfigCommand", "--bootstrap-server",
                        broker.bootstrap_servers, "--alter", "--add-config",
                        f"{quota}={RATE}", "--entity-type", "clients", "--entity-name",
                        client_id, heap="256m")
@@ -52,63 +41,50 @@ def _set_quota(broker, client_id: str, quota: str) -> None:
     assert res.returncode == 0, res.stdout + res.stderr
 
 
-@pytest.fixture(scope="module")
-def throttled(kafka_broker, tmp_path_factory):
+def _throttled_clients(broker, topic: str, tag: str) -> None:
     from confluent_kafka import Consumer, Producer
 
+    _set_quota(broker, f"{tag}-producer", "producer_byte_rate")
+    _set_quota(broker, f"{tag}-consumer", "consumer_byte_rate")
+    time.sleep(0.5)     # quotas reach the broker through the metadata log
+    p = Producer({"bootstrap.servers": broker.bootstrap_servers, "linger.ms": 0,
+                  "client.id": f"{tag}-producer", "batch.num.messages": 1})
+    for i in range(RECORDS):
+        p.produce(topic, value=bytes([65 + i % 26]) * SIZE)
+        p.poll(0)
+    assert p.flush(60) == 0
+    del p
+    c = Consumer({"bootstrap.servers": broker.bootstrap_servers,
+                  "client.id": f"{tag}-consumer", "group.id": f"{tag}-group",
+                  "auto.offset.reset": "earliest", "fetch.max.bytes": 2 * SIZE,
+                  "message.max.bytes": 2 * SIZE,
+                  "max.partition.fetch.bytes": 2 * SIZE, "fetch.wait.max.ms": 100})
+    c.subscribe([topic])
+    got = 0
+    deadline = time.monotonic() + 60
+    while got < RECORDS and time.monotonic() < deadline:
+        m = c.poll(0.5)
+        if m is not None and m.error() is None:
+            got += 1
+    c.close()
+    assert got == RECORDS
+
+
+@pytest.fixture(scope="module")
+def throttled(kafka_broker, tmp_path_factory):
     broker = kafka_broker
     tag = "thr-" + uuid.uuid4().hex[:6]
     topic = f"{tag}-topic"
     broker.create_topic(topic, partitions=1)
-    pcap = tmp_path_factory.mktemp("throttle") / "throttle.pcap"
-    td = _tcpdump(pcap, [broker.port])
-    offset = broker.request_log_size()
-    td.start()
-    try:
-        _set_quota(broker, f"{tag}-producer", "producer_byte_rate")
-        _set_quota(broker, f"{tag}-consumer", "consumer_byte_rate")
-        time.sleep(0.5)     # quotas reach the broker through the metadata log
-        p = Producer({"bootstrap.servers": broker.bootstrap_servers, "linger.ms": 0,
-                      "client.id": f"{tag}-producer", "batch.num.messages": 1})
-        for i in range(RECORDS):
-            p.produce(topic, value=bytes([65 + i % 26]) * SIZE)
-            p.poll(0)
-        assert p.flush(60) == 0
-        del p
-        c = Consumer({"bootstrap.servers": broker.bootstrap_servers,
-                      "client.id": f"{tag}-consumer", "group.id": f"{tag}-group",
-                      "auto.offset.reset": "earliest", "fetch.max.bytes": 2 * SIZE,
-                      "message.max.bytes": 2 * SIZE,
-                      "max.partition.fetch.bytes": 2 * SIZE, "fetch.wait.max.ms": 100})
-        c.subscribe([topic])
-        got = 0
-        deadline = time.monotonic() + 60
-        while got < RECORDS and time.monotonic() < deadline:
-            m = c.poll(0.5)
-            if m is not None and m.error() is None:
-                got += 1
-        c.close()
-        assert got == RECORDS
-    except BaseException:
-        td.kill()
-        raise
-    td.stop()
-    time.sleep(0.3)
-    exchanges, summaries = [], {}
-    pipe = Pipeline(PipelineOptions(ports=frozenset({broker.port}), meta_records=True))
-    for rec in analyze([pcap], pipeline=pipe):
-        if type(rec) is Exchange:
-            exchanges.append(rec)
-        elif type(rec) is ConnectionSummary:
-            summaries[rec.client] = rec
-    seen = {int(c.rsplit(":", 1)[1]) for c, s in summaries.items() if s.handshake_seen}
-    logged = [r for r in broker.requests(offset) if r.local_port == broker.port
-              and not r.forwarded and r.client_port in seen]
-    return tag, pcap, exchanges, logged
+    cap, _ = capture_scenario(
+        broker, broker.port, tmp_path_factory.mktemp("throttle") / "throttle.pcap",
+        lambda: _throttled_clients(broker, topic, tag))
+    return tag, cap
 
 
 def test_alter_client_quotas_is_decoded(throttled):
-    tag, _, exchanges, _ = throttled
+    tag, cap = throttled
+    exchanges = cap.exchanges
     alters = [ex for ex in exchanges if ex.api_name == "AlterClientQuotas"]
     assert len(alters) == 2 and all(ex.status == ExchangeStatus.PAIRED and not ex.errors
                                     for ex in alters)
@@ -121,11 +97,11 @@ def test_alter_client_quotas_is_decoded(throttled):
 
 
 def test_throttle_times_are_the_brokers(throttled):
-    tag, _, exchanges, logged = throttled
-    by_key = {(int(ex.client.rsplit(":", 1)[1]), ex.correlation_id): ex for ex in exchanges}
+    tag, cap = throttled
+    by_key = {(client_port(ex.client), ex.correlation_id): ex for ex in cap.exchanges}
     throttled_apis = set()
     compared = 0
-    for r in logged:
+    for r in cap.logged:
         if r.api_key not in (0, 1) or not (r.client_id or "").startswith(tag):
             continue
         ex = by_key[(r.client_port, r.correlation_id)]
@@ -139,8 +115,9 @@ def test_throttle_times_are_the_brokers(throttled):
 
 
 def test_stats_counts_the_throttled_exchanges(throttled):
-    tag, pcap, exchanges, _ = throttled
-    res = CliRunner().invoke(main, ["stats", "--json", str(pcap)], catch_exceptions=False)
+    tag, cap = throttled
+    exchanges = cap.exchanges
+    res = CliRunner().invoke(main, ["stats", "--json", str(cap.pcap)], catch_exceptions=False)
     assert res.exit_code == 0
     apis = json.loads(res.output)["apis"]
     for api in ("Produce", "Fetch"):

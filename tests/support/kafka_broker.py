@@ -292,7 +292,10 @@ class KafkaBroker:
         cfg.update(extra)
         return cfg
 
-    def _java(self, *args: str, heap: str) -> list[str]:
+    def java(self, *args: str, heap: str) -> list[str]:
+        """The command line running a Java class (``args[0]``, then its arguments) on the
+        broker's jars with a heap of ``heap`` (``"256m"``): StorageTool, the broker itself,
+        Kafka's own tools (``kafka.admin.ConfigCommand``)."""
         return ["java", f"-Xmx{heap}", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
                 "-Djava.awt.headless=true",
                 f"-Dlog4j2.configurationFile={self.work_dir / 'log4j2.xml'}",
@@ -316,7 +319,7 @@ class KafkaBroker:
         props.write_text("".join(f"{k}={v}\n" for k, v in self.config.items()))
         (self.work_dir / "log4j2.xml").write_text(_LOG4J2.format(dir=self.work_dir))
         fmt = subprocess.run(
-            self._java("kafka.tools.StorageTool", "format", "-t", random_cluster_id(),
+            self.java("kafka.tools.StorageTool", "format", "-t", random_cluster_id(),
                        "-c", str(props), "--standalone", "--feature", "share.version=1",
                        *[arg for mech, (user, password) in SASL_USERS.items()
                          if mech.startswith("SCRAM")
@@ -327,7 +330,7 @@ class KafkaBroker:
             raise KafkaBrokerError(f"StorageTool format failed ({fmt.returncode}):\n"
                                    f"{fmt.stdout}{fmt.stderr}")
         self._stdout = open(self.work_dir / "stdout.log", "wb")
-        self.proc = subprocess.Popen(self._java("kafka.Kafka", str(props), heap=self.heap),
+        self.proc = subprocess.Popen(self.java("kafka.Kafka", str(props), heap=self.heap),
                                      stdin=subprocess.DEVNULL, stdout=self._stdout,
                                      stderr=subprocess.STDOUT, preexec_fn=_die_with_parent)
         try:
