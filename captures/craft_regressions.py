@@ -400,25 +400,33 @@ def sasl_plain_api_key_18() -> bytes:
     return _damaged_plain(18)
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("names", nargs="*", help="regression captures to write (default: all)")
+def write_captures(registry: dict[str, tuple[str, Callable[[], bytes]]], description: str,
+                   out: Path, argv: list[str] | None = None) -> int:
+    """The command line of a capture-writing script: ``[NAME...] [--list] [--out DIR]``
+    writes the captures ``registry`` builds (name -> (what it holds, builder)). Returns the
+    exit status."""
+    ap = argparse.ArgumentParser(description=description)
+    ap.add_argument("names", nargs="*", help="captures to write (default: all)")
     ap.add_argument("--list", action="store_true")
-    ap.add_argument("--out", type=Path, default=OUT, help="output directory")
+    ap.add_argument("--out", type=Path, default=out, help="output directory")
     args = ap.parse_args(argv)
     if args.list:
-        for name, (what, _) in REGRESSIONS.items():
+        for name, (what, _) in registry.items():
             print(f"{name}: {what}")
         return 0
-    unknown = [n for n in args.names if n not in REGRESSIONS]
+    unknown = [n for n in args.names if n not in registry]
     if unknown:
-        ap.error(f"unknown regression capture(s): {', '.join(unknown)}")
+        ap.error(f"unknown capture(s): {', '.join(unknown)}")
     args.out.mkdir(parents=True, exist_ok=True)
-    for name in args.names or list(REGRESSIONS):
-        data = REGRESSIONS[name][1]()
+    for name in args.names or list(registry):
+        data = registry[name][1]()
         (args.out / name).write_bytes(data)
         print(f"{name}: {len(data)} bytes")
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return write_captures(REGRESSIONS, __doc__.split("\n\n")[0], OUT, argv)
 
 
 if __name__ == "__main__":

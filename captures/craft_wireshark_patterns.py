@@ -18,11 +18,9 @@ under ``regressions/``, they are also inputs of the byte-accounting tests.
 
 from __future__ import annotations
 
-import argparse
 import struct
 import sys
 from collections.abc import Callable
-from pathlib import Path
 
 import craft_captures as cc
 import craft_regressions as cr
@@ -365,24 +363,7 @@ def lz4_damage() -> bytes:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("names", nargs="*", help="captures to write (default: all)")
-    ap.add_argument("--list", action="store_true")
-    ap.add_argument("--out", type=Path, default=OUT, help="output directory")
-    args = ap.parse_args(argv)
-    if args.list:
-        for name, (what, _) in PATTERNS.items():
-            print(f"{name}: {what}")
-        return 0
-    unknown = [n for n in args.names if n not in PATTERNS]
-    if unknown:
-        ap.error(f"unknown capture(s): {', '.join(unknown)}")
-    args.out.mkdir(parents=True, exist_ok=True)
-    for name in args.names or list(PATTERNS):
-        data = PATTERNS[name][1]()
-        (args.out / name).write_bytes(data)
-        print(f"{name}: {len(data)} bytes")
-    return 0
+    return cr.write_captures(PATTERNS, __doc__.split("\n\n")[0], OUT, argv)
 
 
 if __name__ == "__main__":

@@ -53,14 +53,10 @@ def read_command(files, read_files, ports, detect, max_frame_bytes, definitions,
     """Print every exchange: one line each, or JSON Lines with --json."""
     from kafkasniff.model import Exchange
     from kafkasniff.output.render import (
-        exchange_line,
-        exchange_to_dict,
         issue_line,
         issue_to_dict,
         json_default,
-        record_lines,
-        streams,
-        write_json,
+        write_exchange,
     )
     from kafkasniff.pipeline import Pipeline, analyze
 
@@ -83,16 +79,8 @@ def read_command(files, read_files, ports, detect, max_frame_bytes, definitions,
                 bad += sum(1 for i in rec.issues if i.severity != "info")
                 if keep is not None and not keep(rec):
                     continue
-                if as_json:
-                    write_json(exchange_to_dict(rec, value_bytes, convert=False), out, default,
-                               with_records and streams(rec))
-                else:
-                    out.write(exchange_line(rec, color))
-                    if with_records:
-                        for line in record_lines(rec, value_bytes):
-                            out.write("\n")
-                            out.write(line)
-                out.write("\n")
+                write_exchange(rec, out, as_json=as_json, with_records=with_records,
+                               value_bytes=value_bytes, default=default, color=color)
                 shown += 1
                 if count is not None and shown >= count:
                     break

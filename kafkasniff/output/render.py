@@ -286,6 +286,25 @@ def exchange_line(ex: Exchange, color: bool = False) -> str:
     return "  ".join(parts)
 
 
+def write_exchange(ex: Exchange, out, *, as_json: bool, with_records: bool,
+                   value_bytes: int = DEFAULT_MAX_BYTES, default=None,
+                   color: bool = False) -> None:
+    """Write one exchange to the text stream ``out`` as ``kafkasniff read`` prints it: one
+    line (with ``with_records``, one more line per record), or one JSON Lines object
+    (docs/json.md; records streamed, never held as a list), then a newline. ``value_bytes``:
+    bytes of each key/value shown; ``default``: :func:`json_default` (made when None)."""
+    if as_json:
+        write_json(exchange_to_dict(ex, value_bytes, convert=False), out,
+                   default or json_default(value_bytes), with_records and streams(ex))
+    else:
+        out.write(exchange_line(ex, color))
+        if with_records:
+            for line in record_lines(ex, value_bytes):
+                out.write("\n")
+                out.write(line)
+    out.write("\n")
+
+
 def _sasl_note(ex: Exchange) -> str:
     """``sasl=SCRAM-SHA-256 user=bob`` for SaslAuthenticate and raw SASL token exchanges."""
     if ex.api_key not in (SASL_AUTHENTICATE, SASL_TOKEN) or ex.request is None or \

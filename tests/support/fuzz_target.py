@@ -82,14 +82,10 @@ def check(data: bytes, mode: Mode) -> dict:
     promise breaks. Returns counts (``exchanges``, ``issues``, ``unreadable``)."""
     from kafkasniff.export.rows import exchange_rows, issue_row
     from kafkasniff.output.render import (
-        exchange_line,
-        exchange_to_dict,
         issue_line,
         issue_to_dict,
         json_default,
-        record_lines,
-        streams,
-        write_json,
+        write_exchange,
     )
     from kafkasniff.stats.aggregate import Aggregator
 
@@ -104,11 +100,9 @@ def check(data: bytes, mode: Mode) -> dict:
                 exchanges += 1
                 kinds = [i.kind for i in rec.issues]
                 agg.add(rec)
-                out.write(exchange_line(rec))
-                for line in record_lines(rec, 64):
-                    out.write(line)
-                write_json(exchange_to_dict(rec, 64, convert=False), out, default,
-                           mode.with_records and streams(rec))
+                for as_json in (False, True):       # what read and read --json print
+                    write_exchange(rec, out, as_json=as_json, with_records=mode.with_records,
+                                   value_bytes=64, default=default)
                 for rows in exchange_rows(rec, "fuzz", "c", defs=pipe.defs,
                                           with_records=mode.with_records).values():
                     for _row in rows:
