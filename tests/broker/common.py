@@ -9,7 +9,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from kafkasniff.model import ConnectionSummary, Exchange, ExchangeStatus
+from click.testing import CliRunner
+
+from kafkasniff.cli import main
+from kafkasniff.model import ConnectionSummary, DecodeIssue, Exchange, ExchangeStatus
 from kafkasniff.pipeline import Pipeline, PipelineOptions, analyze
 from tests.support.kafka_broker import KafkaBroker, LoggedRequest
 
@@ -39,11 +42,13 @@ class BrokerCapture:
         exchanges: kafkasniff's exchanges, in output order.
         logged: the broker's request log lines of the connections whose handshake the
             capture holds (forwarded Envelope requests left out).
+        issues: every issue of the decode: the exchanges' and the standalone ones.
     """
 
     pcap: Path
     exchanges: list[Exchange]
     logged: list[LoggedRequest]
+    issues: list[DecodeIssue]
 
 
 def capture_scenario(broker: KafkaBroker, port: int, pcap: Path, scenario: Callable[[], object],
@@ -61,18 +66,21 @@ def capture_scenario(broker: KafkaBroker, port: int, pcap: Path, scenario: Calla
         raise
     td.stop()
     time.sleep(0.3)   # the broker logs a request once its response is sent
-    exchanges, summaries = [], {}
+    exchanges, issues, summaries = [], [], {}
     pipe = Pipeline(PipelineOptions(ports=frozenset({port}), with_records=with_records,
                                     meta_records=True))
     for rec in analyze([pcap], pipeline=pipe):
         if type(rec) is Exchange:
             exchanges.append(rec)
+            issues.extend(rec.issues)
+        elif type(rec) is DecodeIssue:
+            issues.append(rec)
         elif type(rec) is ConnectionSummary:
             summaries[rec.client] = rec
     seen = {client_port(c) for c, s in summaries.items() if s.handshake_seen}
     logged = [r for r in broker.requests(offset)
               if r.local_port == port and not r.forwarded and r.client_port in seen]
-    return BrokerCapture(pcap, exchanges, logged), result
+    return BrokerCapture(pcap, exchanges, logged, issues), result
 
 
 def client_port(endpoint: str) -> int:
@@ -95,3 +103,25 @@ def unpaired(cap: BrokerCapture, status: Callable[[Exchange], str] = lambda ex:
         if got != want:
             problems.append((r.client_port, r.correlation_id, got, want))
     return problems
+
+
+def every_output(pcap: Path, tmp_path: Path) -> dict[str, str]:
+    """What a user can get out of ``pcap``, as text: each output of
+    tests/captures/test_secrets.py's ``TEXT_OUTPUTS`` (read, read --json --records, stats ...)
+    and ``export --records`` as Parquet (every value) and JSON lines; keyed by the command."""
+    from tests.captures.test_secrets import TEXT_OUTPUTS, _parquet_text
+
+    runner = CliRunner()
+    texts = {}
+    for name, args in TEXT_OUTPUTS.items():
+        res = runner.invoke(main, args + [str(pcap)], catch_exceptions=False)
+        assert res.exit_code == 0, res.output
+        texts[name] = res.output
+    for fmt in ("parquet", "jsonl"):
+        out = tmp_path / fmt
+        res = runner.invoke(main, ["export", "-q", "--records", "--format", fmt, "-o", str(out),
+                                   str(pcap)], catch_exceptions=False)
+        assert res.exit_code == 0, res.output
+        texts[f"export {fmt}"] = _parquet_text(out) if fmt == "parquet" else "\n".join(
+            f.read_text() for f in sorted(out.rglob("*.jsonl")))
+    return texts

@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests.support.java_clients import JavaClients
 from tests.support.kafka_broker import LIB_DIR, KafkaBroker
 
 
@@ -20,3 +21,11 @@ def kafka_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaBrok
         yield broker
     finally:
         broker.stop()
+
+
+@pytest.fixture(scope="session")
+def java_clients(kafka_broker: KafkaBroker,
+                 tmp_path_factory: pytest.TempPathFactory) -> JavaClients:
+    """The Java client program (tests/broker/clients/java), compiled once per session;
+    skips when javac or the jars are missing."""
+    return JavaClients(LIB_DIR, tmp_path_factory.mktemp("java-clients")).compile()

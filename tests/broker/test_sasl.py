@@ -18,8 +18,8 @@ import pytest
 from click.testing import CliRunner
 
 from kafkasniff.cli import main
-from tests.broker.common import capture_scenario, unpaired
-from tests.captures.test_secrets import TEXT_OUTPUTS, _leaks, _parquet_text
+from tests.broker.common import capture_scenario, every_output, unpaired
+from tests.captures.test_secrets import _leaks
 from tests.live.helpers import capture_permission
 from tests.support.kafka_broker import SASL_USERS
 
@@ -80,20 +80,7 @@ def test_mechanisms_and_principals(sasl_capture):
 
 
 def test_no_password_or_proof_in_any_output(sasl_capture, tmp_path):
-    pcap = sasl_capture[1].pcap
-    runner = CliRunner()
-    texts = {}
-    for name, args in TEXT_OUTPUTS.items():
-        res = runner.invoke(main, args + [str(pcap)], catch_exceptions=False)
-        assert res.exit_code == 0, res.output
-        texts[name] = res.output
-    for fmt in ("parquet", "jsonl"):
-        out = tmp_path / fmt
-        res = runner.invoke(main, ["export", "-q", "--records", "--format", fmt, "-o", str(out),
-                                   str(pcap)], catch_exceptions=False)
-        assert res.exit_code == 0, res.output
-        texts[f"export {fmt}"] = _parquet_text(out) if fmt == "parquet" else "\n".join(
-            f.read_text() for f in sorted(out.rglob("*.jsonl")))
+    texts = every_output(sasl_capture[1].pcap, tmp_path)
     leaks = {name: _leaks(text, SECRETS) for name, text in texts.items()}
     assert not any(leaks.values()), leaks
     for _, (user, _) in SASL_USERS.items():

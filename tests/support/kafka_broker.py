@@ -284,6 +284,12 @@ class KafkaBroker:
             "share.coordinator.state.topic.min.isr": "1",
             "share.coordinator.state.topic.num.partitions": "3",
             "group.initial.rebalance.delay.ms": "0",
+            # ACLs (CreateAcls, DescribeAcls, DeleteAcls) need an authorizer. ANONYMOUS (the
+            # PLAINTEXT and CONTROLLER listeners) is a super user, and a resource without
+            # ACLs stays open to everyone, so only the tests' own ACLs restrict anything.
+            "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+            "super.users": "User:ANONYMOUS",
+            "allow.everyone.if.no.acl.found": "true",
             # client quotas measured over 2 x 1 s (default 11 x 1 s): a test throttles a
             # client with a few kilobytes instead of tens
             "quota.window.num": "2",
