@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sys
 import time
+from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -125,3 +126,137 @@ def every_output(pcap: Path, tmp_path: Path) -> dict[str, str]:
         texts[f"export {fmt}"] = _parquet_text(out) if fmt == "parquet" else "\n".join(
             f.read_text() for f in sorted(out.rglob("*.jsonl")))
     return texts
+
+
+# --------------------------------------------------------------------------- client truth
+# The checks every real client program's scenarios share (tests/support/client_truth.py:
+# the JSON lines a program printed and the requests it says it sent).
+
+
+def acks0(ex: Exchange) -> bool:
+    """An acks=0 Produce (Kafka sends no response)."""
+    return ex.api_name == "Produce" and ex.request is not None and \
+        ex.request.body.get("acks") == 0
+
+
+def expected_status(ex: Exchange) -> str:
+    """The status a real broker's exchange should have: paired, or no response expected."""
+    return ExchangeStatus.NO_RESPONSE_EXPECTED if acks0(ex) else ExchangeStatus.PAIRED
+
+
+def unfound_client_requests(cap: BrokerCapture, requests) -> list[tuple]:
+    """The requests a client says it sent (:class:`~tests.support.client_truth.ClientRequest`)
+    that the capture does not hold exactly once with the same api_key, api_version and
+    expected status: by (client port, correlation_id) when the client names the port, else
+    by (client_id, correlation_id). ``(request, what was found)`` each."""
+    by_port, by_id = defaultdict(list), defaultdict(list)
+    for ex in cap.exchanges:
+        by_port[(client_port(ex.client), ex.correlation_id)].append(ex)
+        by_id[(ex.client_id, ex.correlation_id)].append(ex)
+    problems = []
+    for r in requests:
+        found = by_port[(r.client_port, r.correlation_id)] if r.client_port is not None \
+            else by_id[(r.client_id, r.correlation_id)]
+        got = [(ex.api_key, ex.api_version, ex.client_id, ex.status) for ex in found]
+        want = [(r.api_key, r.api_version, r.client_id,
+                 expected_status(found[0]) if found else ExchangeStatus.PAIRED)]
+        if got != want:
+            problems.append((r, got))
+    return problems
+
+
+def record_batches(exchanges, client_id: str, api: str = "Produce"):
+    """``(exchange, LocatedRecords, Batch)`` of every decoded batch in ``api`` exchanges of
+    ``client_id``."""
+    for ex in exchanges:
+        if ex.api_name == api and ex.client_id == client_id:
+            for loc in ex.record_fields:
+                if loc.records.decoded is not None:
+                    for b in loc.records.decoded.batches:
+                        yield ex, loc, b
+
+
+def produced_mismatches(cap: BrokerCapture, produced: list[dict]) -> dict[str, tuple]:
+    """Per producer client id, what was decoded when it differs from what the producer
+    printed (``produced`` lines: value -> partition, key, offset, codec): each record's
+    value is in a Produce request batch of that client, at that partition, with that key,
+    and the response's base_offset plus the record's offset delta is the producer's offset
+    (acks=0: no offset)."""
+    truth = defaultdict(dict)
+    for line in produced:
+        truth[line["client_id"]][line["value"]] = line
+    problems = {}
+    for cid, lines in truth.items():
+        got, codecs = {}, set()
+        for ex, loc, b in record_batches(cap.exchanges, cid):
+            codecs.add(b.codec)
+            base = None
+            if ex.response is not None:
+                for t in ex.response.body["responses"]:
+                    for p in t["partition_responses"]:
+                        if p["index"] == loc.partition:
+                            base = p["base_offset"]
+            for r in b.records:
+                got[r.value.decode()] = (loc.partition, r.key.decode(),
+                                         None if base is None else base + r.offset - b.base_offset)
+        want = {v: (t["partition"], t["key"], t["offset"]) for v, t in lines.items()}
+        want_codecs = {t["codec"] for t in lines.values()}
+        if got != want or codecs != want_codecs:
+            problems[cid] = (got, codecs, want, want_codecs)
+    return problems
+
+
+def consumed_missing(cap: BrokerCapture, consumed: list[dict], api: str = "Fetch") -> set:
+    """The records a consumer printed (``consumed`` lines of one client) that no decoded
+    ``api`` response to that client holds at the same partition and offset with the same
+    key and value."""
+    decoded = set()
+    for cid in {x["client_id"] for x in consumed}:
+        for _, loc, b in record_batches(cap.exchanges, cid, api):
+            if not b.control and b.records:
+                decoded |= {(cid, loc.partition, r.offset, r.key.decode(), r.value.decode())
+                            for r in b.records}
+    want = {(x["client_id"], x["partition"], x["offset"], x["key"], x["value"])
+            for x in consumed}
+    return want - decoded
+
+
+def committed_missing(cap: BrokerCapture, committed: list[dict]) -> set:
+    """The offsets a consumer says it committed (``committed`` lines) that no error-free
+    OffsetCommit request of that client carries."""
+    got = set()
+    for ex in cap.exchanges:
+        if ex.api_name == "OffsetCommit" and not ex.errors:
+            for t in ex.request.body["topics"]:
+                for p in t["partitions"]:
+                    got.add((ex.client_id, p["partition_index"], p["committed_offset"]))
+    return {(x["client_id"], x["partition"], x["offset"]) for x in committed} - got
+
+
+def admin_mismatches(cap: BrokerCapture, client_id: str, ops: list[dict],
+                     apis: dict[str, tuple[str, ...]]) -> list[tuple]:
+    """Admin operations (``admin`` lines, in the order run: ``op`` and the Kafka error the
+    client saw, as ``error`` name or ``error_code``) whose exchanges are missing, unpaired
+    or have other errors: ``apis[op]`` names the APIs the operation sends (empty: not
+    checked), each matched with the next unused exchange of that API from ``client_id``.
+    ``(op line, what was found)`` each."""
+    from kafkasniff.protocol.schema import load_definitions
+
+    names = load_definitions()
+    queue = defaultdict(list)
+    for ex in sorted((ex for ex in cap.exchanges if ex.client_id == client_id),
+                     key=lambda ex: ex.correlation_id):
+        queue[ex.api_name].append(ex)
+    problems = []
+    for op in ops:
+        code = op.get("error_code")
+        want = op.get("error") if code is None else (names.error_name(code) if code else None)
+        for api in apis[op["op"]]:
+            if not queue[api]:
+                problems.append((op, None))
+                continue
+            ex = queue[api].pop(0)
+            got = (ex.status, set(ex.errors))
+            if got != (ExchangeStatus.PAIRED, {want} if want else set()):
+                problems.append((op, got))
+    return problems

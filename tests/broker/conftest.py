@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests.support.go_clients import GoClients
 from tests.support.java_clients import JavaClients
 from tests.support.kafka_broker import LIB_DIR, KafkaBroker
 
@@ -29,3 +30,10 @@ def java_clients(kafka_broker: KafkaBroker,
     """The Java client program (tests/broker/clients/java), compiled once per session;
     skips when javac or the jars are missing."""
     return JavaClients(LIB_DIR, tmp_path_factory.mktemp("java-clients")).compile()
+
+
+@pytest.fixture(scope="session")
+def go_clients(kafka_broker: KafkaBroker, tmp_path_factory: pytest.TempPathFactory) -> GoClients:
+    """The Go client program (tests/broker/clients/go: franz-go and sarama), built once per
+    session; skips when Go or its modules are missing."""
+    return GoClients(tmp_path_factory.mktemp("go-clients")).build()

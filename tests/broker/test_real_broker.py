@@ -43,7 +43,6 @@ from tests.broker.common import tcpdump_class
 from tests.live.helpers import capture_permission
 from tests.support.kafka_broker import KafkaBroker, LoggedRequest
 
-
 pytestmark = [
     pytest.mark.skipif(shutil.which("tcpdump") is None, reason="tcpdump not installed"),
     pytest.mark.skipif(capture_permission() is not None, reason=capture_permission() or ""),

@@ -10,7 +10,8 @@ kafka-clients 4.3.1) and runs it; each run gives two kinds of client-side truth:
 * the client's own request log: ``org.apache.kafka.clients.NetworkClient`` at DEBUG logs every
   request it sends as ``Sending <API> request with header RequestHeader(apiKey=<API>,
   apiVersion=<v>, clientId=<id>, correlationId=<n>, headerVersion=<h>)``
-  (:func:`parse_client_log` reads it into :class:`ClientRequest`).
+  (:func:`parse_client_log` reads it into
+  :class:`~tests.support.client_truth.ClientRequest`).
 
 Usage::
 
@@ -26,13 +27,12 @@ import json
 import re
 import shutil
 import subprocess
-from dataclasses import dataclass
 from pathlib import Path
 
+from tests.support.client_truth import ClientRequest, ClientRun
 from tests.support.kafka_broker import LIB_DIR, missing_prerequisite
 
-__all__ = ["JAVA_SOURCE", "ClientRequest", "JavaClients", "JavaRun", "api_key_of",
-           "parse_client_log"]
+__all__ = ["JAVA_SOURCE", "JavaClients", "api_key_of", "parse_client_log"]
 
 #: the program's source
 JAVA_SOURCE = Path(__file__).resolve().parents[1] / "broker" / "clients" / "java" / \
@@ -53,22 +53,6 @@ _LOG4J2 = """<?xml version="1.0" encoding="UTF-8"?>
   </Loggers>
 </Configuration>
 """
-
-
-@dataclass(frozen=True)
-class ClientRequest:
-    """One request the Java client logged as sent.
-
-    Attributes:
-        api_name: the client's name of the API (``ApiKeys``: ``"API_VERSIONS"``).
-        api_key, api_version, correlation_id, client_id: its request header.
-    """
-
-    api_name: str
-    api_key: int
-    api_version: int
-    correlation_id: int
-    client_id: str
 
 
 _SENDING = re.compile(
@@ -97,19 +81,10 @@ def parse_client_log(path: Path) -> list[ClientRequest]:
         for line in f:
             m = _SENDING.search(line)
             if m is not None:
-                out.append(ClientRequest(m["name"], api_key_of(m["name"]), int(m["version"]),
-                                         int(m["correlation_id"]), m["client_id"]))
+                out.append(ClientRequest(api_key_of(m["name"]), int(m["version"]),
+                                         int(m["correlation_id"]), m["client_id"],
+                                         api_name=m["name"]))
     return out
-
-
-@dataclass
-class JavaRun:
-    """One run of the program: ``lines`` it printed (JSON objects), ``requests`` its
-    NetworkClient logged, ``log`` the log file."""
-
-    lines: list[dict]
-    requests: list[ClientRequest]
-    log: Path
 
 
 class JavaClients:
@@ -144,7 +119,7 @@ class JavaClients:
             raise RuntimeError(f"javac failed:\n{res.stdout}{res.stderr}")
         return self
 
-    def run(self, *args: str, timeout: float = 120.0) -> JavaRun:
+    def run(self, *args: str, timeout: float = 120.0) -> ClientRun:
         """Run ``KafkaClients <args>``; raises ``RuntimeError`` (with its stderr and log tail)
         when it exits non-zero."""
         self.runs += 1
@@ -160,4 +135,4 @@ class JavaClients:
             raise RuntimeError(f"KafkaClients {' '.join(args)} exited {res.returncode}:\n"
                                f"{res.stderr[-3000:]}\n--- {log}\n{tail}")
         lines = [json.loads(x) for x in res.stdout.splitlines() if x.startswith("{")]
-        return JavaRun(lines, parse_client_log(log) if log.exists() else [], log)
+        return ClientRun(lines, parse_client_log(log) if log.exists() else [], log)
