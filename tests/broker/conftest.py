@@ -8,7 +8,7 @@ import pytest
 
 from tests.support.go_clients import GoClients
 from tests.support.java_clients import JavaClients
-from tests.support.kafka_broker import LIB_DIR, KafkaBroker
+from tests.support.kafka_broker import LIB_DIR, KafkaBroker, KafkaCluster
 
 
 @pytest.fixture(scope="session")
@@ -37,3 +37,15 @@ def go_clients(kafka_broker: KafkaBroker, tmp_path_factory: pytest.TempPathFacto
     """The Go client program (tests/broker/clients/go: franz-go and sarama), built once per
     session; skips when Go or its modules are missing."""
     return GoClients(tmp_path_factory.mktemp("go-clients")).build()
+
+
+@pytest.fixture(scope="session")
+def kafka_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaCluster]:
+    """A started 3-node Kafka 4.3.1 cluster (KRaft, every node broker and controller); skips
+    like ``kafka_broker``."""
+    cluster = KafkaCluster(LIB_DIR, tmp_path_factory.mktemp("kafka-cluster"))
+    cluster.start()
+    try:
+        yield cluster
+    finally:
+        cluster.stop()

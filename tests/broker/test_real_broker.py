@@ -25,8 +25,6 @@ varint encoded null, all topics", and ``rd_kafka_buf_write_arraycnt_pos`` writes
 
 from __future__ import annotations
 
-import base64
-import re
 import shutil
 import time
 import uuid
@@ -39,7 +37,7 @@ import pytest
 from kafkasniff.issues import IssueKind, Severity
 from kafkasniff.model import ConnectionSummary, DecodeIssue, Exchange, ExchangeStatus
 from kafkasniff.pipeline import Pipeline, PipelineOptions, analyze
-from tests.broker.common import tcpdump_class
+from tests.broker.common import body_differences, tcpdump_class
 from tests.live.helpers import capture_permission
 from tests.support.kafka_broker import KafkaBroker, LoggedRequest
 
@@ -229,46 +227,6 @@ def _records(cap: Captured, api: str):
                     yield ex, b, r
 
 
-def _snake(name: str) -> str:
-    """``partitionIndex`` -> ``partition_index`` (broker JSON names -> kafkasniff's)."""
-    return re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", name).lower()
-
-
-def _compare(path: str, broker, ours, out: list[str]) -> None:
-    """Append to ``out`` where kafkasniff's decoded body ``ours`` differs from the body the
-    broker logged (``RequestConvertToJson``: camelCase names, bytes in base64, records as
-    ``recordsSizeInBytes``). Fields the broker leaves out are not compared."""
-    if isinstance(broker, dict):
-        if not isinstance(ours, dict):
-            out.append(f"{path}: broker {broker!r}, decoded {ours!r}")
-            return
-        for key, value in broker.items():
-            if key == "recordsSizeInBytes":
-                rec = ours.get("records")
-                size = -1 if rec is None else rec.size_bytes
-                if size != value:
-                    out.append(f"{path}.records: broker {value} bytes, decoded {size}")
-                continue
-            name = _snake(key)
-            if name not in ours:
-                out.append(f"{path}.{name}: missing (broker: {value!r})")
-            else:
-                _compare(f"{path}.{name}", value, ours[name], out)
-    elif isinstance(broker, list):
-        if not isinstance(ours, (list, tuple)) or len(ours) != len(broker):
-            out.append(f"{path}: broker {broker!r}, decoded {ours!r}")
-            return
-        for i, (b, o) in enumerate(zip(broker, ours)):
-            _compare(f"{path}[{i}]", b, o, out)
-    elif isinstance(broker, str) and isinstance(ours, (bytes, dict)):
-        # a bytes field; kafkasniff decodes the consumer protocol's metadata and assignments
-        # (a dict then), else keeps the bytes
-        if isinstance(ours, bytes) and base64.b64decode(broker) != ours:
-            out.append(f"{path}: broker {broker!r} (base64), decoded {ours!r}")
-    elif broker != ours:
-        out.append(f"{path}: broker {broker!r}, decoded {ours!r}")
-
-
 # --------------------------------------------------------------------------- tests
 
 
@@ -322,21 +280,7 @@ def test_every_captured_exchange_is_in_the_log(captured: Captured):
 def test_decoded_bodies_equal_the_brokers(captured: Captured):
     """Every request and response body equals what the broker itself parsed and answered, as
     its request log shows them (every field the log has, at every depth)."""
-    cap = captured
-    log = {(r.client_port, r.correlation_id): r for r in cap.logged}
-    diffs: list[str] = []
-    compared = 0
-    for ex in cap.exchanges:
-        r = log.get((_port(ex.client), ex.correlation_id))
-        if r is None:
-            continue
-        tag = f"{ex.client} {ex.api_name} v{ex.api_version} corr {ex.correlation_id}"
-        if ex.request is not None and "request" in r.fields:
-            _compare(f"{tag} request", r.fields["request"], ex.request.body, diffs)
-            compared += 1
-        if ex.response is not None and ex.response.complete and "response" in r.fields:
-            _compare(f"{tag} response", r.fields["response"], ex.response.body, diffs)
-            compared += 1
+    diffs, compared = body_differences(captured)
     assert not diffs, "\n".join(diffs[:30])
     assert compared >= 80
 

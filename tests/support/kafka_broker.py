@@ -36,7 +36,8 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["KAFKA_VERSION", "LIB_DIR", "KafkaBroker", "KafkaBrokerError", "LoggedRequest",
+__all__ = ["KAFKA_VERSION", "LIB_DIR", "KafkaBroker", "KafkaBrokerError", "KafkaCluster",
+           "LoggedRequest",
            "missing_prerequisite", "parse_request_log", "parse_request_log_line"]
 
 #: The Kafka release pinned in tests/broker/pom.xml.
@@ -225,13 +226,18 @@ class KafkaBroker:
     """
 
     def __init__(self, lib_dir: Path, work_dir: Path, *, heap: str = "512m",
-                 extra_config: dict[str, str] | None = None) -> None:
+                 extra_config: dict[str, str] | None = None, node_id: int = 1,
+                 voters: dict[int, int] | None = None, cluster_id: str | None = None,
+                 controller_port: int | None = None) -> None:
         self.lib_dir = Path(lib_dir)
         self.work_dir = Path(work_dir)
         self.heap = heap
+        self.node_id = node_id
+        self.voters = voters
+        self.cluster_id = cluster_id or random_cluster_id()
         self.port = free_port()
         self.sasl_port = free_port()
-        self.controller_port = free_port()
+        self.controller_port = controller_port or free_port()
         self.request_log = self.work_dir / "kafka-request.log"
         self.server_log = self.work_dir / "server.log"
         self.config = self._config(extra_config or {})
@@ -246,8 +252,13 @@ class KafkaBroker:
     def _config(self, extra: dict[str, str]) -> dict[str, str]:
         cfg = {
             "process.roles": "broker,controller",
-            "node.id": "1",
-            "controller.quorum.bootstrap.servers": f"127.0.0.1:{self.controller_port}",
+            "node.id": str(self.node_id),
+            # one node: a dynamic quorum of itself (format --standalone); a cluster: the
+            # static voters of KafkaCluster
+            **({"controller.quorum.bootstrap.servers": f"127.0.0.1:{self.controller_port}"}
+               if self.voters is None else
+               {"controller.quorum.voters": ",".join(f"{n}@127.0.0.1:{port}"
+                                                     for n, port in self.voters.items())}),
             "listeners": f"PLAINTEXT://127.0.0.1:{self.port},"
                          f"SASL_PLAINTEXT://127.0.0.1:{self.sasl_port},"
                          f"CONTROLLER://127.0.0.1:{self.controller_port}",
@@ -314,38 +325,54 @@ class KafkaBroker:
         Calls ``pytest.skip`` when Java or the jars are missing; raises
         :class:`KafkaBrokerError` (with the server log's tail) when the broker fails.
         """
+        t0 = time.monotonic()
+        self.launch()
+        self.wait_ready(t0 + timeout)
+        self.start_seconds = time.monotonic() - t0
+        return self
+
+    def launch(self, *, format_storage: bool = True) -> None:
+        """Write the configuration, format the storage (unless ``format_storage`` is false:
+        a restart on the same data) and start the JVM, without waiting. Calls
+        ``pytest.skip`` when Java or the jars are missing; raises :class:`KafkaBrokerError`
+        when formatting fails."""
         reason = missing_prerequisite(self.lib_dir)
         if reason is not None:
             import pytest
 
             pytest.skip(reason)
-        t0 = time.monotonic()
         self.work_dir.mkdir(parents=True, exist_ok=True)
         props = self.work_dir / "server.properties"
         props.write_text("".join(f"{k}={v}\n" for k, v in self.config.items()))
         (self.work_dir / "log4j2.xml").write_text(_LOG4J2.format(dir=self.work_dir))
-        fmt = subprocess.run(
-            self.java("kafka.tools.StorageTool", "format", "-t", random_cluster_id(),
-                       "-c", str(props), "--standalone", "--feature", "share.version=1",
-                       *[arg for mech, (user, password) in SASL_USERS.items()
-                         if mech.startswith("SCRAM")
-                         for arg in ("--add-scram", f"{mech}=[name={user},password={password}]")],
-                       heap="256m"),
-            capture_output=True, text=True, timeout=60)
-        if fmt.returncode != 0:
-            raise KafkaBrokerError(f"StorageTool format failed ({fmt.returncode}):\n"
-                                   f"{fmt.stdout}{fmt.stderr}")
-        self._stdout = open(self.work_dir / "stdout.log", "wb")
+        if format_storage:
+            fmt = subprocess.run(
+                self.java("kafka.tools.StorageTool", "format", "-t", self.cluster_id,
+                          "-c", str(props),
+                          *(["--standalone"] if self.voters is None else []),
+                          "--feature", "share.version=1",
+                          *[arg for mech, (user, password) in SASL_USERS.items()
+                            if mech.startswith("SCRAM")
+                            for arg in ("--add-scram",
+                                        f"{mech}=[name={user},password={password}]")],
+                          heap="256m"),
+                capture_output=True, text=True, timeout=60)
+            if fmt.returncode != 0:
+                raise KafkaBrokerError(f"StorageTool format failed ({fmt.returncode}):\n"
+                                       f"{fmt.stdout}{fmt.stderr}")
+        self._stdout = open(self.work_dir / "stdout.log", "ab")
         self.proc = subprocess.Popen(self.java("kafka.Kafka", str(props), heap=self.heap),
                                      stdin=subprocess.DEVNULL, stdout=self._stdout,
                                      stderr=subprocess.STDOUT, preexec_fn=_die_with_parent)
+
+    def wait_ready(self, deadline: float) -> None:
+        """Wait until the broker answers Metadata with a broker in it (monotonic
+        ``deadline``); stops it and raises :class:`KafkaBrokerError` when it does not."""
         try:
-            self._wait_ready(t0 + timeout)
+            self._wait_ready(deadline)
         except BaseException:
             self.stop()
             raise
-        self.start_seconds = time.monotonic() - t0
-        return self
 
     def _wait_ready(self, deadline: float) -> None:
         from confluent_kafka.admin import AdminClient
@@ -418,11 +445,13 @@ class KafkaBroker:
             return []
         return parse_request_log(self.request_log, offset)
 
-    def stop(self, timeout: float = 30.0) -> None:
-        """SIGTERM the broker, wait up to ``timeout`` seconds, then SIGKILL. Idempotent."""
+    def stop(self, timeout: float = 30.0, *, kill: bool = False) -> None:
+        """SIGTERM the broker (a controlled shutdown: it hands its leaderships over first),
+        wait up to ``timeout`` seconds, then SIGKILL; ``kill``: SIGKILL at once (a crash).
+        Idempotent."""
         proc, self.proc = self.proc, None
         if proc is not None and proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
+            proc.send_signal(signal.SIGKILL if kill else signal.SIGTERM)
             try:
                 proc.wait(timeout)
             except subprocess.TimeoutExpired:
@@ -437,3 +466,118 @@ class KafkaBroker:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+class KafkaCluster:
+    """``size`` Kafka nodes (each a combined broker+controller, node ids 1..size) forming one
+    KRaft cluster on 127.0.0.1 with a static controller quorum of all of them; internal
+    topics replicated to every node (``min.insync.replicas`` 2 where there are 3).
+
+    Args:
+        lib_dir: the jars. work_dir: an empty directory (one ``node-<id>`` per node).
+        size: nodes. heap: each JVM's ``-Xmx``.
+
+    Attributes:
+        nodes: node id -> :class:`KafkaBroker`.
+    """
+
+    def __init__(self, lib_dir: Path, work_dir: Path, size: int = 3, *,
+                 heap: str = "384m") -> None:
+        cluster_id = random_cluster_id()
+        controller_ports = {n: free_port() for n in range(1, size + 1)}
+        rf = str(size)
+        isr = str(min(2, size))
+        extra = {"offsets.topic.replication.factor": rf,
+                 "transaction.state.log.replication.factor": rf,
+                 "transaction.state.log.min.isr": isr,
+                 "share.coordinator.state.topic.replication.factor": rf,
+                 "share.coordinator.state.topic.min.isr": isr,
+                 "default.replication.factor": rf, "min.insync.replicas": isr,
+                 # a stopped node's partitions move quickly
+                 "broker.session.timeout.ms": "3000", "broker.heartbeat.interval.ms": "500"}
+        self.nodes = {n: KafkaBroker(lib_dir, Path(work_dir) / f"node-{n}", heap=heap,
+                                     extra_config=extra, node_id=n, voters=controller_ports,
+                                     cluster_id=cluster_id, controller_port=port)
+                      for n, port in controller_ports.items()}
+
+    @property
+    def bootstrap_servers(self) -> str:
+        """Every node's PLAINTEXT listener, comma-separated."""
+        return ",".join(b.bootstrap_servers for b in self.nodes.values())
+
+    @property
+    def ports(self) -> list[int]:
+        """Every node's PLAINTEXT port."""
+        return [b.port for b in self.nodes.values()]
+
+    def start(self, timeout: float = 120.0) -> "KafkaCluster":
+        """Format and start every node (formatting in parallel), then wait until each
+        answers Metadata naming all of them. Skips like :meth:`KafkaBroker.start`."""
+        import concurrent.futures
+
+        deadline = time.monotonic() + timeout
+        with concurrent.futures.ThreadPoolExecutor(len(self.nodes)) as pool:
+            list(pool.map(lambda b: b.launch(), self.nodes.values()))
+        try:
+            for b in self.nodes.values():
+                b.wait_ready(deadline)
+            self.wait_for_brokers(len(self.nodes), deadline)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def wait_for_brokers(self, count: int, deadline: float) -> None:
+        """Wait until Metadata lists ``count`` brokers."""
+        from confluent_kafka.admin import AdminClient
+
+        admin = AdminClient({"bootstrap.servers": self.bootstrap_servers,
+                             "client.id": "kafkasniff-ready-check"})
+        while time.monotonic() < deadline:
+            try:
+                if len(admin.list_topics(timeout=5).brokers) >= count:
+                    return
+            except Exception:   # KafkaException while nodes start
+                pass
+            time.sleep(0.2)
+        raise KafkaBrokerError(f"the cluster did not list {count} brokers in time")
+
+    def leaders(self, topic: str) -> dict[int, int]:
+        """Partition -> leader node id of ``topic`` (``-1``: none) from Metadata."""
+        from confluent_kafka.admin import AdminClient
+
+        admin = AdminClient({"bootstrap.servers": self.bootstrap_servers,
+                             "client.id": "kafkasniff-test-admin"})
+        t = admin.list_topics(topic, timeout=10).topics[topic]
+        return {p.id: p.leader for p in t.partitions.values()}
+
+    def create_topic(self, name: str, partitions: int, timeout: float = 30.0) -> None:
+        """Create ``name`` replicated to every node; wait until every partition has a
+        leader."""
+        from confluent_kafka.admin import AdminClient, NewTopic
+
+        admin = AdminClient({"bootstrap.servers": self.bootstrap_servers,
+                             "client.id": "kafkasniff-test-admin"})
+        admin.create_topics([NewTopic(name, partitions, len(self.nodes))],
+                            operation_timeout=timeout)[name].result(timeout)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            leaders = self.leaders(name)
+            if len(leaders) == partitions and min(leaders.values()) >= 0:
+                return
+            time.sleep(0.1)
+        raise KafkaBrokerError(f"topic {name} has no leaders after {timeout} s")
+
+    def requests(self, offsets: dict[int, int] | None = None) -> list[LoggedRequest]:
+        """Every node's logged requests (from ``offsets[node id]`` on)."""
+        offsets = offsets or {}
+        return [r for n, b in self.nodes.items() for r in b.requests(offsets.get(n, 0))]
+
+    def request_log_sizes(self) -> dict[int, int]:
+        """Node id -> bytes in its request log now."""
+        return {n: b.request_log_size() for n, b in self.nodes.items()}
+
+    def stop(self) -> None:
+        """Stop every node (SIGKILL: nothing is kept)."""
+        for b in self.nodes.values():
+            b.stop(kill=True)
