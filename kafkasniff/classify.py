@@ -16,7 +16,13 @@ end) and answers ``None`` while it needs more, then a :class:`Verdict`:
   bytes long);
 - Kafka when one direction's first frames parse as Kafka request headers (known api_key,
   version in range, plausible size, printable client_id, and the next frame too when
-  present); that direction's sender is the client;
+  present); that direction's sender is the client. Joined mid-stream, where the first
+  packet may be a response, both directions are waited for: a response can parse as a
+  request too (its correlation_id read as api_key and api_version: a replica's Fetch
+  responses read as "Produce v14, v15, ..."), until a request is answered by the other
+  side (or the window is full), and the likelier request stream wins
+  (:func:`~kafkasniff.protocol.detect.request_stream_score`: requests answered, defined
+  versions, client ids, distinct correlation_ids);
 - joined mid-stream: Kafka when a plausible request starts somewhere inside the window,
   followed by a second one (the capture began inside a frame);
 - otherwise something else, once the window is full or can no longer fill.
@@ -32,7 +38,7 @@ import itertools
 from typing import NamedTuple
 
 from kafkasniff.model import ConnectionKind
-from kafkasniff.protocol.detect import looks_like_request_stream
+from kafkasniff.protocol.detect import looks_like_request_stream, request_stream_score
 from kafkasniff.protocol.framing import ACCEPT, NEED_MORE
 from kafkasniff.protocol.legacy07 import looks_like_07_request_stream
 from kafkasniff.protocol.schema import Definitions
@@ -159,6 +165,7 @@ class FirstBytes:
         wire = rules.wire_format
         known = self.client_dir
         waiting = False
+        accepted: list[int] = []
         for d in ((known,) if known >= 0 else (0, 1)):
             first = bytes(data[d])
             if not first:
@@ -172,8 +179,23 @@ class FirstBytes:
             if wire != "0.7":
                 v = looks_like_request_stream(rules.defs, first, rules.validator)
                 if v == ACCEPT:
-                    return Verdict(ConnectionKind.KAFKA, d)
+                    if known >= 0 or not self.mid_stream:
+                        return Verdict(ConnectionKind.KAFKA, d)
+                    accepted.append(d)
                 waiting |= v == NEED_MORE
+        if accepted:
+            # joined mid-stream, either side may have spoken first: a response can parse as
+            # a request too (its correlation_id read as api_key and version), so wait for
+            # both directions and take the likelier request stream
+            if len(accepted) == 1:
+                if waiting and not final:
+                    return None
+                return Verdict(ConnectionKind.KAFKA, accepted[0])
+            scores = [request_stream_score(rules.defs, bytes(data[d]), bytes(data[1 - d]))
+                      for d in (0, 1)]
+            if not final and max(scores[0][0], scores[1][0]) == 0:
+                return None     # until a request sent after the capture began is answered
+            return Verdict(ConnectionKind.KAFKA, 0 if scores[0] >= scores[1] else 1)
         if waiting and not final:
             return None
         if known >= 0:  # on a broker port: Kafka, even if its first bytes do not parse

@@ -23,13 +23,13 @@ from kafkasniff.classify import (
 from kafkasniff.model import ConnectionKind
 from kafkasniff.protocol.detect import request_validator
 from kafkasniff.protocol.schema import load_definitions
-
 from tests.pairing.frames import (
     api_versions_v0_response_body,
     i16,
     i32,
     i64,
     metadata_v1_request,
+    request,
     request_stream,
     response,
 )
@@ -346,6 +346,43 @@ def test_mid_stream_one_request_alone_is_not_enough():
     first.on_data(1, 0, GARBAGE)
     assert first.on_data(0, 0, one) is None
     assert first.on_close() == OTHER
+
+
+def _replica_fetch_streams(n: int = 3) -> tuple[bytes, bytes]:
+    """A replica fetcher's connection joined mid-stream (seen in a real 3-node cluster):
+    Fetch v18 requests with correlation_ids 1.. and their flexible responses, the first
+    answering request 0 (sent before the capture). Each response's first 12 bytes read as a
+    request header "api_key 0 (Produce), api_version <its correlation_id>, correlation_id 0,
+    client_id ''": a plausible request too."""
+    requests = b"".join(request(1, 18, corr, b"\x00" * 40, client_id="broker-2-fetcher-0",
+                                flexible=True) for corr in range(1, n + 1))
+    responses = b"".join(response(corr, i32(0) + i16(0) + i32(0) + b"\x00" * 20, flexible=True)
+                         for corr in range(0, n))
+    return requests, responses
+
+
+@pytest.mark.parametrize("response_first", [True, False])
+def test_mid_stream_response_that_reads_as_a_request_loses_to_the_requests(response_first):
+    """Both directions parse as requests: the side whose requests the other side answers
+    (equal correlation_ids) is the client, whichever spoke first; the verdict waits for
+    that answer."""
+    requests, responses = _replica_fetch_streams()
+    first = watch(mid_stream=True)
+    resp_dir, req_dir = (0, 1) if response_first else (1, 0)
+    assert first.on_data(resp_dir, 0, responses[:len(responses) // 3]) is None
+    assert first.on_data(req_dir, 0, requests[:len(requests) // 3]) is None   # no answer yet
+    v = first.on_data(resp_dir, len(responses) // 3, responses[len(responses) // 3:])
+    assert v == Verdict(KAFKA, req_dir)
+
+
+def test_mid_stream_both_directions_request_like_decides_on_close():
+    requests, responses = _replica_fetch_streams(1)   # the only response answers request 0
+    first = watch(mid_stream=True)
+    assert first.on_data(0, 0, responses) is None
+    assert first.on_data(1, 0, requests) is None
+    # no answer to tell them apart: defined versions (Produce "v0" and Fetch v18 both are),
+    # then non-empty client ids decide
+    assert first.on_close() == Verdict(KAFKA, 1)
 
 
 # --------------------------------------------------------------------------- gaps

@@ -107,6 +107,49 @@ def response_validator(pending: Container[int]) -> Validator:
     return validate
 
 
+def request_stream_score(defs: Definitions, data: bytes, other: bytes = b"",
+                         frames: int = 8) -> tuple[int, int, int, int]:
+    """How likely ``data`` is a connection's request stream and ``other`` its response
+    stream, from their first ``frames`` frames each, to tell the client's side of a
+    connection joined mid-stream when both directions parse as requests (a response's
+    correlation_id read as api_key and api_version can look like a request: a replica's
+    Fetch responses read as "Produce v14, v15, ...").
+
+    Returns ``(requests answered in other, requests with a defined api_version (not one of
+    the future versions the validator tolerates), requests with a non-empty client_id,
+    distinct correlation_ids)``; compare tuples, higher is likelier. The first is decisive
+    once a request sent after the capture began is answered: a response's correlation_id
+    (at offset 4 of its frame) equals its request's (offset 8).
+    """
+    apis = defs.apis
+    answered = set()
+    pos = 0
+    for _ in range(frames):
+        if len(other) - pos < 8:
+            break
+        size, corr = _I32.unpack_from(other, pos)[0], _I32.unpack_from(other, pos + 4)[0]
+        if size < 4:
+            break
+        answered.add(corr)
+        pos += 4 + size
+    paired = defined = named = 0
+    corrs = set()
+    pos = 0
+    for _ in range(frames):
+        if len(data) - pos < 14:
+            break
+        size, api_key, version, corr = _HDR.unpack_from(data, pos)
+        info = apis.get(api_key)
+        if info is None or size < 8:
+            break
+        paired += corr in answered
+        defined += version <= info.max_version
+        named += _I16.unpack_from(data, pos + 12)[0] > 0
+        corrs.add(corr)
+        pos += 4 + size
+    return paired, defined, named, len(corrs)
+
+
 def looks_like_request_stream(defs: Definitions, data: bytes,
                               validator: Callable | None = None) -> int:
     """Is ``data`` (the first bytes of one direction) the start of a Kafka request stream?
