@@ -17,7 +17,7 @@ from click.testing import CliRunner
 from kafkasniff.cli import main
 from kafkasniff.model import ConnectionSummary, DecodeIssue, Exchange, ExchangeStatus
 from kafkasniff.pipeline import Pipeline, PipelineOptions, analyze
-from tests.support.kafka_broker import KafkaBroker, LoggedRequest
+from tests.support.kafka_broker import KafkaBroker, KafkaCluster, LoggedRequest
 
 CAPTURES = Path(__file__).resolve().parents[2] / "captures"
 
@@ -46,20 +46,24 @@ class BrokerCapture:
         logged: the broker's request log lines of the connections whose handshake the
             capture holds (forwarded Envelope requests left out).
         issues: every issue of the decode: the exchanges' and the standalone ones.
+        connections: client endpoint -> its :class:`ConnectionSummary`.
     """
 
     pcap: Path
     exchanges: list[Exchange]
     logged: list[LoggedRequest]
     issues: list[DecodeIssue]
+    connections: dict[str, ConnectionSummary]
 
 
-def capture_scenario(broker: KafkaBroker, port: int, pcap: Path, scenario: Callable[[], object],
-                     *, with_records: bool = False) -> tuple[BrokerCapture, object]:
-    """Run ``scenario()`` while tcpdump captures ``port`` into ``pcap``, then decode the
-    capture. Returns the :class:`BrokerCapture` and what ``scenario`` returned; re-raises
-    what it raised (tcpdump killed)."""
-    td = tcpdump_class()(pcap, [port])
+def capture_scenario(broker: KafkaBroker | KafkaCluster, port: int | list[int], pcap: Path,
+                     scenario: Callable[[], object], *,
+                     with_records: bool = False) -> tuple[BrokerCapture, object]:
+    """Run ``scenario()`` while tcpdump captures ``port`` (one or a list: a cluster's
+    nodes) into ``pcap``, then decode the capture. Returns the :class:`BrokerCapture` and
+    what ``scenario`` returned; re-raises what it raised (tcpdump killed)."""
+    ports = [port] if isinstance(port, int) else list(port)
+    td = tcpdump_class()(pcap, ports)
     offset = broker.request_log_size()
     td.start()
     try:
@@ -67,10 +71,11 @@ def capture_scenario(broker: KafkaBroker, port: int, pcap: Path, scenario: Calla
     except BaseException:
         td.kill()
         raise
+    stopped = time.time()
     td.stop()
     time.sleep(0.3)   # the broker logs a request once its response is sent
     exchanges, issues, summaries = [], [], {}
-    pipe = Pipeline(PipelineOptions(ports=frozenset({port}), with_records=with_records,
+    pipe = Pipeline(PipelineOptions(ports=frozenset(ports), with_records=with_records,
                                     meta_records=True))
     for rec in analyze([pcap], pipeline=pipe):
         if type(rec) is Exchange:
@@ -81,9 +86,12 @@ def capture_scenario(broker: KafkaBroker, port: int, pcap: Path, scenario: Calla
         elif type(rec) is ConnectionSummary:
             summaries[rec.client] = rec
     seen = {client_port(c) for c, s in summaries.items() if s.handshake_seen}
+    # a request answered after the capture stopped (a replica's long-polling Fetch) is
+    # not in the capture: lines logged after the stop are left out
     logged = [r for r in broker.requests(offset)
-              if r.local_port == port and not r.forwarded and r.client_port in seen]
-    return BrokerCapture(pcap, exchanges, logged, issues), result
+              if r.local_port in ports and not r.forwarded and r.client_port in seen
+              and (r.logged_at is None or r.logged_at < stopped)]
+    return BrokerCapture(pcap, exchanges, logged, issues, summaries), result
 
 
 def client_port(endpoint: str) -> int:
@@ -91,15 +99,20 @@ def client_port(endpoint: str) -> int:
     return int(endpoint.rsplit(":", 1)[1])
 
 
+def _ids(ex: Exchange) -> tuple[int, int, int]:
+    """(broker port, client port, correlation_id): an exchange's key in the request log."""
+    return client_port(ex.broker), client_port(ex.client), ex.correlation_id
+
+
 def unpaired(cap: BrokerCapture, status: Callable[[Exchange], str] = lambda ex:
              ExchangeStatus.PAIRED) -> list[tuple]:
     """The logged requests kafkasniff did not find with the broker's api_key, api_version,
     client_id and the expected ``status(exchange)``: ``(client port, correlation_id, got,
     want)`` each (empty when they all agree)."""
-    by_key = {(client_port(ex.client), ex.correlation_id): ex for ex in cap.exchanges}
+    by_key = {_ids(ex): ex for ex in cap.exchanges}
     problems = []
     for r in cap.logged:
-        ex = by_key.get((r.client_port, r.correlation_id))
+        ex = by_key.get((r.local_port, r.client_port, r.correlation_id))
         got = None if ex is None else (ex.api_key, ex.api_version, ex.client_id, ex.status)
         want = (r.api_key, r.api_version, r.client_id,
                 None if ex is None else status(ex))
@@ -183,7 +196,8 @@ def produced_mismatches(cap: BrokerCapture, produced: list[dict]) -> dict[str, t
     printed (``produced`` lines: value -> partition, key, offset, codec): each record's
     value is in a Produce request batch of that client, at that partition, with that key,
     and the response's base_offset plus the record's offset delta is the producer's offset
-    (acks=0: no offset)."""
+    (acks=0: no offset). A batch whose partition answered an error, or that was never
+    answered, is left out: the producer retries it."""
     truth = defaultdict(dict)
     for line in produced:
         truth[line["client_id"]][line["value"]] = line
@@ -191,13 +205,15 @@ def produced_mismatches(cap: BrokerCapture, produced: list[dict]) -> dict[str, t
     for cid, lines in truth.items():
         got, codecs = {}, set()
         for ex, loc, b in record_batches(cap.exchanges, cid):
-            codecs.add(b.codec)
-            base = None
+            base = error = None
             if ex.response is not None:
                 for t in ex.response.body["responses"]:
                     for p in t["partition_responses"]:
                         if p["index"] == loc.partition:
-                            base = p["base_offset"]
+                            base, error = p["base_offset"], p["error_code"]
+            if error or (ex.status != ExchangeStatus.PAIRED and not acks0(ex)):
+                continue    # not written: the producer sends the batch again
+            codecs.add(b.codec)
             for r in b.records:
                 got[r.value.decode()] = (loc.partition, r.key.decode(),
                                          None if base is None else base + r.offset - b.base_offset)
@@ -321,11 +337,11 @@ def body_differences(cap: BrokerCapture) -> tuple[list[str], int]:
     """Where the decoded bodies of ``cap``'s exchanges differ from the broker's logged ones
     (:func:`compare_body`), and how many bodies were compared (a response cut short on the
     wire is not compared)."""
-    log = {(r.client_port, r.correlation_id): r for r in cap.logged}
+    log = {(r.local_port, r.client_port, r.correlation_id): r for r in cap.logged}
     diffs: list[str] = []
     compared = 0
     for ex in cap.exchanges:
-        r = log.get((client_port(ex.client), ex.correlation_id))
+        r = log.get(_ids(ex))
         if r is None:
             continue
         tag = f"{ex.client} {ex.api_name} v{ex.api_version} corr {ex.correlation_id}"
@@ -338,23 +354,83 @@ def body_differences(cap: BrokerCapture) -> tuple[list[str], int]:
     return diffs, compared
 
 
-#: client ids of the broker's own clients, which talk to the broker itself on its PLAINTEXT
-#: (inter-broker) listener: the transaction coordinator's AddPartitionsToTxn verification
-#: and marker sender, the share coordinator's state persister
-BROKER_OWN_CLIENT = re.compile(
-    r"^(AddPartitionsManager-client-\d+|Persister-client-\d+|broker-\d+-txn-marker-sender)$")
+def complete(ex: Exchange) -> bool:
+    """The exchange has its request and its whole response."""
+    return ex.status == ExchangeStatus.PAIRED and ex.response is not None and \
+        ex.response.complete
 
 
-def unexpected_issues(cap: BrokerCapture) -> list[tuple[str, str, str]]:
-    """``(kind, client, message)`` of every issue but ``mid_stream_start`` on a connection of
-    the broker's own clients (:data:`BROKER_OWN_CLIENT`): they keep their connections open
-    between tests, so a capture starts in their middle."""
+def cut_by_close(cap) -> set[tuple[str, int]]:
+    """(client, correlation_id) of the exchanges at the end of a connection the client closed
+    (fin or rst) that have no complete response: the only ones whose response may be cut
+    or missing (e.g. a long-polling Fetch answered after the consumer closed, and a Metadata
+    request sent behind it that the broker never read). ``cap``: anything with
+    ``exchanges`` and ``connections``."""
+    by_conn: dict[str, list[Exchange]] = defaultdict(list)
+    for ex in cap.exchanges:
+        if ex.request is not None:
+            by_conn[ex.client].append(ex)
+    out = set()
+    for client, exs in by_conn.items():
+        summary = cap.connections.get(client)
+        if summary is None or summary.closed not in ("fin", "rst"):
+            continue
+        for ex in sorted(exs, key=lambda e: e.ts_ns, reverse=True):
+            if complete(ex):
+                break
+            out.add((client, ex.correlation_id))
+    return out
+
+
+def librdkafka_all_topics_metadata(ex: Exchange | None, i: DecodeIssue) -> bool:
+    """The issue is librdkafka 2.16's all-topics Metadata request (v9+): a null topics
+    array followed by 3 bytes the spec does not have (reported as trailing bytes)."""
     from kafkasniff.issues import IssueKind
 
-    client_ids = defaultdict(set)
-    for ex in cap.exchanges:
-        client_ids[ex.client].add(ex.client_id or "")
-    own = {c for c, ids in client_ids.items()
-           if all(BROKER_OWN_CLIENT.match(i) for i in ids)}
-    return [(str(i.kind), i.client, i.message) for i in cap.issues
-            if not (i.kind == IssueKind.MID_STREAM_START and i.client in own)]
+    return ex is not None and i.kind == IssueKind.TRAILING_BYTES and \
+        ex.api_name == "Metadata" and ex.api_version >= 9 and i.direction == "request" and \
+        ex.request is not None and ex.request.body is not None and \
+        ex.request.body.get("topics") is None and i.length_bytes == 3
+
+
+def unexpected_issues(cap: BrokerCapture,
+                      allow: Callable[[Exchange | None, DecodeIssue], bool] = lambda ex, i: False
+                      ) -> list[tuple[str, str, str]]:
+    """``(kind, client, message)`` of every issue but those real peers must give, and those
+    ``allow(exchange or None, issue)`` accepts:
+
+    * ``mid_stream_start`` and ``orphan_response`` (the answer to a request sent before the
+      capture) on a connection whose handshake the capture lacks: the tests' clients connect
+      inside the capture, the brokers' own connections (replica fetchers, the coordinators'
+      clients talking to their own broker) stay open between tests;
+    * a request still unanswered when the capture stopped on a connection still open (a
+      replica's long-polling Fetch);
+    * a response cut short or missing at the end of a connection the client closed (the
+      broker answers a long-poll into the closed socket, :func:`cut_by_close`);
+    * librdkafka's all-topics Metadata (:func:`librdkafka_all_topics_metadata`).
+    """
+    from kafkasniff.issues import IssueKind
+
+    before = {c for c, s in cap.connections.items() if not s.handshake_seen}
+    open_at_end = {c for c, s in cap.connections.items() if s.closed == "end_of_capture"}
+    cut = cut_by_close(cap)
+    pairs = [(ex, i) for ex in cap.exchanges for i in ex.issues]
+    in_exchanges = {id(i) for _, i in pairs}
+    pairs += [(None, i) for i in cap.issues if id(i) not in in_exchanges]
+    out = []
+    for ex, i in pairs:
+        if i.kind in (IssueKind.MID_STREAM_START, IssueKind.ORPHAN_RESPONSE) and \
+                i.client in before:
+            continue
+        if i.kind == IssueKind.UNANSWERED_REQUEST and i.client in open_at_end:
+            continue
+        if ((i.kind == IssueKind.FRAME_TRUNCATED and i.direction == "response")
+                or i.kind == IssueKind.UNANSWERED_REQUEST) and \
+                (ex is None or (ex.client, ex.correlation_id) in cut) and \
+                i.client in cap.connections and \
+                cap.connections[i.client].closed in ("fin", "rst"):
+            continue
+        if librdkafka_all_topics_metadata(ex, i) or allow(ex, i):
+            continue
+        out.append((str(i.kind), i.client, i.message))
+    return out

@@ -111,9 +111,8 @@ def test_decoded_bodies_equal_the_brokers(java_capture):
 
 def test_no_issue_at_all(java_capture):
     """The clients and the broker (its requests to itself on the same listener included:
-    share-group state, transaction markers) keep to the spec: not one issue, but the
-    informational ``mid_stream_start`` of the broker's own connections that an earlier test
-    opened."""
+    share-group state, transaction markers) keep to the spec: not one issue, but those of the
+    broker's own connections that an earlier test opened (joined mid-stream)."""
     assert not unexpected_issues(java_capture[3])
 
 

@@ -37,7 +37,13 @@ import pytest
 from kafkasniff.issues import IssueKind, Severity
 from kafkasniff.model import ConnectionSummary, DecodeIssue, Exchange, ExchangeStatus
 from kafkasniff.pipeline import Pipeline, PipelineOptions, analyze
-from tests.broker.common import body_differences, tcpdump_class
+from tests.broker.common import (
+    body_differences,
+    complete,
+    cut_by_close,
+    librdkafka_all_topics_metadata,
+    tcpdump_class,
+)
 from tests.live.helpers import capture_permission
 from tests.support.kafka_broker import KafkaBroker, LoggedRequest
 
@@ -188,32 +194,6 @@ def _captured_requests(cap: Captured) -> list[LoggedRequest]:
     return [r for r in cap.logged if r.client_port in ports]
 
 
-def _complete(ex: Exchange) -> bool:
-    return ex.status == ExchangeStatus.PAIRED and ex.response is not None and \
-        ex.response.complete
-
-
-def _cut_by_close(cap: Captured) -> set[tuple[str, int]]:
-    """(client, correlation_id) of the exchanges at the end of a connection the client closed
-    (fin or rst) that have no complete response: the only ones whose response may be cut
-    or missing (e.g. a long-polling Fetch answered after the consumer closed, and a Metadata
-    request sent behind it that the broker never read)."""
-    by_conn: dict[str, list[Exchange]] = defaultdict(list)
-    for ex in cap.exchanges:
-        if ex.request is not None:
-            by_conn[ex.client].append(ex)
-    out = set()
-    for client, exs in by_conn.items():
-        summary = cap.connections.get(client)
-        if summary is None or summary.closed not in ("fin", "rst"):
-            continue
-        for ex in sorted(exs, key=lambda e: e.ts_ns, reverse=True):
-            if _complete(ex):
-                break
-            out.add((client, ex.correlation_id))
-    return out
-
-
 def _records(cap: Captured, api: str):
     """(exchange, batch, record) of every record of ``api`` exchanges."""
     for ex in cap.exchanges:
@@ -243,7 +223,7 @@ def test_every_logged_request_is_found_and_paired(captured: Captured):
             f"{tag}-kp-consumer", *cap.sent} <= clients, clients
     assert len(logged) >= 40, f"only {len(logged)} requests logged"
     by_key = {(_port(ex.client), ex.correlation_id): ex for ex in cap.exchanges}
-    cut_ok = _cut_by_close(cap)
+    cut_ok = cut_by_close(cap)
     problems = []
     for r in logged:
         ex = by_key.get((r.client_port, r.correlation_id))
@@ -255,7 +235,7 @@ def test_every_logged_request_is_found_and_paired(captured: Captured):
         if got != want:
             problems.append(f"{ex.client} corr {r.correlation_id}: decoded {got}, "
                             f"broker logged {want}")
-        if not _complete(ex) and (ex.client, ex.correlation_id) not in cut_ok:
+        if not complete(ex) and (ex.client, ex.correlation_id) not in cut_ok:
             problems.append(f"{ex.client} {ex.api_name} corr {ex.correlation_id}: "
                             f"{ex.status}, response complete: "
                             f"{ex.response is not None and ex.response.complete}")
@@ -267,7 +247,7 @@ def test_every_captured_exchange_is_in_the_log(captured: Captured):
     the client sent just before it closed the connection (the broker never read it)."""
     cap = captured
     logged = {(r.client_port, r.correlation_id) for r in cap.logged}
-    cut_ok = _cut_by_close(cap)
+    cut_ok = cut_by_close(cap)
     for ex in cap.exchanges:
         key = (_port(ex.client), ex.correlation_id)
         if ex.status == ExchangeStatus.PAIRED:
@@ -315,14 +295,6 @@ def test_produced_records_are_in_produce_and_fetch(captured: Captured):
     assert fetch_codecs == set(cap.codecs.values())
 
 
-def _librdkafka_all_topics_metadata(ex: Exchange | None, i: DecodeIssue) -> bool:
-    """The issue is librdkafka's 4-byte null topics array (module docstring)."""
-    return ex is not None and i.kind == IssueKind.TRAILING_BYTES and \
-        ex.api_name == "Metadata" and ex.api_version >= 9 and i.direction == "request" and \
-        ex.request is not None and ex.request.body is not None and \
-        ex.request.body.get("topics") is None and i.length_bytes == 3
-
-
 def test_librdkafka_all_topics_metadata_is_reported(captured: Captured):
     cap = captured
     meta = [ex for ex in cap.exchanges if ex.api_name == "Metadata" and
@@ -330,7 +302,7 @@ def test_librdkafka_all_topics_metadata_is_reported(captured: Captured):
     assert meta, "the admin client sent no all-topics Metadata request"
     for ex in meta:
         assert [i.kind for i in ex.issues] == [IssueKind.TRAILING_BYTES], ex.issues
-        assert _librdkafka_all_topics_metadata(ex, ex.issues[0]), ex.issues[0]
+        assert librdkafka_all_topics_metadata(ex, ex.issues[0]), ex.issues[0]
         # decoded as the broker read it, and the broker answered with every topic
         assert ex.request.body["allow_auto_topic_creation"] is False
         assert cap.topic in [t["name"] for t in ex.response.body["topics"]]
@@ -338,11 +310,11 @@ def test_librdkafka_all_topics_metadata_is_reported(captured: Captured):
 
 def test_no_unexpected_issue(captured: Captured):
     cap = captured
-    cut_conns = {c for c, _ in _cut_by_close(cap)}
+    cut_conns = {c for c, _ in cut_by_close(cap)}
     unexpected = []
     for ex, i in cap.all_issues():
         assert i.kind != IssueKind.INTERNAL_ERROR, i.message
-        if i.severity == Severity.INFO or _librdkafka_all_topics_metadata(ex, i):
+        if i.severity == Severity.INFO or librdkafka_all_topics_metadata(ex, i):
             continue
         # the broker answered a long-polling Fetch into a socket the consumer had closed:
         # only the first bytes of that last response reached the wire

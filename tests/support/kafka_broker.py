@@ -111,6 +111,8 @@ class LoggedRequest:
             the inner request's header (the client's), on the broker's connection; the
             Envelope's own header is not logged.
         fields: the whole JSON object of the line (request and response bodies included).
+        logged_at: when the line was written (seconds since the epoch, ms resolution;
+            after the response was sent), ``None`` when the line has no time.
     """
 
     api_key: int
@@ -125,10 +127,23 @@ class LoggedRequest:
     throttle_time_ms: float
     forwarded: bool
     fields: dict
+    logged_at: float | None = None
 
 
 _COMPLETED = "Completed request:"
 _CONNECTION = re.compile(r"^(?P<lhost>.+):(?P<lport>\d+)-(?P<rhost>.+):(?P<rport>\d+)-\d+(-\d+)?$")
+
+
+_LOG_TIME = re.compile(r"\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),(\d{3})\]")
+
+
+def _log_time(prefix: str) -> float | None:
+    """The time of a log4j2 ``[%d]`` prefix (``[2026-11-25 07:18:26,809]``, the JVM's local
+    time zone, which is this process's) as seconds since the epoch."""
+    m = _LOG_TIME.search(prefix)
+    if m is None:
+        return None
+    return time.mktime(time.strptime(m[1], "%Y-%m-%d %H:%M:%S")) + int(m[2]) / 1000
 
 
 def parse_request_log_line(line: str) -> LoggedRequest | None:
@@ -168,7 +183,7 @@ def parse_request_log_line(line: str) -> LoggedRequest | None:
         listener=d.get("listener"), local_port=int(m["lport"]), client_host=m["rhost"],
         client_port=int(m["rport"]), total_time_ms=float(d["totalTimeMs"]),
         throttle_time_ms=float(d.get("throttleTimeMs", 0)),
-        forwarded=bool(d.get("isForwarded")), fields=d)
+        forwarded=bool(d.get("isForwarded")), fields=d, logged_at=_log_time(line[:at]))
 
 
 def parse_request_log(path: Path, offset: int = 0) -> list[LoggedRequest]:
@@ -336,30 +351,46 @@ class KafkaBroker:
         a restart on the same data) and start the JVM, without waiting. Calls
         ``pytest.skip`` when Java or the jars are missing; raises :class:`KafkaBrokerError`
         when formatting fails."""
+        if format_storage:
+            self.format()
+        self.spawn()
+
+    def format(self) -> None:
+        """Write the configuration and format the storage (``StorageTool format``). Calls
+        ``pytest.skip`` when Java or the jars are missing; raises :class:`KafkaBrokerError`
+        when it fails. Safe in any thread."""
         reason = missing_prerequisite(self.lib_dir)
         if reason is not None:
             import pytest
 
             pytest.skip(reason)
+        props = self._write_config()
+        fmt = subprocess.run(
+            self.java("kafka.tools.StorageTool", "format", "-t", self.cluster_id,
+                      "-c", str(props),
+                      *(["--standalone"] if self.voters is None else []),
+                      "--feature", "share.version=1",
+                      *[arg for mech, (user, password) in SASL_USERS.items()
+                        if mech.startswith("SCRAM")
+                        for arg in ("--add-scram", f"{mech}=[name={user},password={password}]")],
+                      heap="256m"),
+            capture_output=True, text=True, timeout=60)
+        if fmt.returncode != 0:
+            raise KafkaBrokerError(f"StorageTool format failed ({fmt.returncode}):\n"
+                                   f"{fmt.stdout}{fmt.stderr}")
+
+    def _write_config(self) -> Path:
         self.work_dir.mkdir(parents=True, exist_ok=True)
         props = self.work_dir / "server.properties"
         props.write_text("".join(f"{k}={v}\n" for k, v in self.config.items()))
         (self.work_dir / "log4j2.xml").write_text(_LOG4J2.format(dir=self.work_dir))
-        if format_storage:
-            fmt = subprocess.run(
-                self.java("kafka.tools.StorageTool", "format", "-t", self.cluster_id,
-                          "-c", str(props),
-                          *(["--standalone"] if self.voters is None else []),
-                          "--feature", "share.version=1",
-                          *[arg for mech, (user, password) in SASL_USERS.items()
-                            if mech.startswith("SCRAM")
-                            for arg in ("--add-scram",
-                                        f"{mech}=[name={user},password={password}]")],
-                          heap="256m"),
-                capture_output=True, text=True, timeout=60)
-            if fmt.returncode != 0:
-                raise KafkaBrokerError(f"StorageTool format failed ({fmt.returncode}):\n"
-                                       f"{fmt.stdout}{fmt.stderr}")
+        return props
+
+    def spawn(self) -> None:
+        """Start the JVM on the formatted storage, without waiting. Call it from the thread
+        that will outlive the broker: Linux kills the broker when the thread that started it
+        exits (PR_SET_PDEATHSIG follows the parent thread)."""
+        props = self._write_config()
         self._stdout = open(self.work_dir / "stdout.log", "ab")
         self.proc = subprocess.Popen(self.java("kafka.Kafka", str(props), heap=self.heap),
                                      stdin=subprocess.DEVNULL, stdout=self._stdout,
@@ -500,6 +531,17 @@ class KafkaCluster:
                                      cluster_id=cluster_id, controller_port=port)
                       for n, port in controller_ports.items()}
 
+    def _admin(self):
+        """One confluent-kafka AdminClient for the cluster's own checks, kept: a client
+        dropped while a request is in flight leaves the answer written into a closed socket
+        in the capture."""
+        if getattr(self, "_admin_client", None) is None:
+            from confluent_kafka.admin import AdminClient
+
+            self._admin_client = AdminClient({"bootstrap.servers": self.bootstrap_servers,
+                                              "client.id": "kafkasniff-test-admin"})
+        return self._admin_client
+
     @property
     def bootstrap_servers(self) -> str:
         """Every node's PLAINTEXT listener, comma-separated."""
@@ -517,8 +559,10 @@ class KafkaCluster:
 
         deadline = time.monotonic() + timeout
         with concurrent.futures.ThreadPoolExecutor(len(self.nodes)) as pool:
-            list(pool.map(lambda b: b.launch(), self.nodes.values()))
+            list(pool.map(lambda b: b.format(), self.nodes.values()))
         try:
+            for b in self.nodes.values():
+                b.spawn()   # in this thread (see KafkaBroker.spawn)
             for b in self.nodes.values():
                 b.wait_ready(deadline)
             self.wait_for_brokers(len(self.nodes), deadline)
@@ -544,21 +588,27 @@ class KafkaCluster:
 
     def leaders(self, topic: str) -> dict[int, int]:
         """Partition -> leader node id of ``topic`` (``-1``: none) from Metadata."""
-        from confluent_kafka.admin import AdminClient
-
-        admin = AdminClient({"bootstrap.servers": self.bootstrap_servers,
-                             "client.id": "kafkasniff-test-admin"})
-        t = admin.list_topics(topic, timeout=10).topics[topic]
+        t = self._admin().list_topics(topic, timeout=10).topics[topic]
         return {p.id: p.leader for p in t.partitions.values()}
+
+    def elect_preferred_leaders(self, topic: str) -> None:
+        """Ask for a preferred leader election of every partition of ``topic`` (Admin
+        ElectLeaders through confluent-kafka); errors (not yet in sync ...) are ignored:
+        callers check :meth:`leaders`."""
+        from confluent_kafka import ElectionType, TopicPartition
+
+        parts = [TopicPartition(topic, p) for p in self.leaders(topic)]
+        try:
+            self._admin().elect_leaders(ElectionType.PREFERRED, parts).result(30)
+        except Exception:   # KafkaException: ELECTION_NOT_NEEDED, PREFERRED_LEADER_NOT_AVAILABLE
+            pass
 
     def create_topic(self, name: str, partitions: int, timeout: float = 30.0) -> None:
         """Create ``name`` replicated to every node; wait until every partition has a
         leader."""
-        from confluent_kafka.admin import AdminClient, NewTopic
+        from confluent_kafka.admin import NewTopic
 
-        admin = AdminClient({"bootstrap.servers": self.bootstrap_servers,
-                             "client.id": "kafkasniff-test-admin"})
-        admin.create_topics([NewTopic(name, partitions, len(self.nodes))],
+        self._admin().create_topics([NewTopic(name, partitions, len(self.nodes))],
                             operation_timeout=timeout)[name].result(timeout)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -569,15 +619,18 @@ class KafkaCluster:
         raise KafkaBrokerError(f"topic {name} has no leaders after {timeout} s")
 
     def requests(self, offsets: dict[int, int] | None = None) -> list[LoggedRequest]:
-        """Every node's logged requests (from ``offsets[node id]`` on)."""
+        """Every node's logged requests (from ``offsets[node id]`` on), node by node (as
+        :meth:`KafkaBroker.requests`)."""
         offsets = offsets or {}
         return [r for n, b in self.nodes.items() for r in b.requests(offsets.get(n, 0))]
 
-    def request_log_sizes(self) -> dict[int, int]:
-        """Node id -> bytes in its request log now."""
+    def request_log_size(self) -> dict[int, int]:
+        """Node id -> bytes in its request log now (offsets for :meth:`requests`, as
+        :meth:`KafkaBroker.request_log_size`)."""
         return {n: b.request_log_size() for n, b in self.nodes.items()}
 
     def stop(self) -> None:
         """Stop every node (SIGKILL: nothing is kept)."""
+        self._admin_client = None
         for b in self.nodes.values():
             b.stop(kill=True)

@@ -6,6 +6,7 @@
 // Compiled with javac against tests/broker/lib/*.jar by tests/support/java_clients.py.
 //
 //   produce   BOOTSTRAP TOPIC TAG N SPEC...   (SPEC codec:acks:plain|idempotent|txn)
+//   paced     BOOTSTRAP TOPIC CLIENT_ID STOP_FILE INTERVAL_MS PARTITIONS
 //   consume   BOOTSTRAP TOPIC CLIENT_ID GROUP classic|consumer N
 //   share     BOOTSTRAP TOPIC CLIENT_ID GROUP N
 //   admin     BOOTSTRAP TAG CLIENT_ID
@@ -156,6 +157,44 @@ public final class KafkaClients {
         }
     }
 
+    /** One record every INTERVAL_MS (acks=all, idempotent, retried until delivered) to
+     *  partitions 0..PARTITIONS-1 in turn, until the file STOP_FILE exists. */
+    static void paced(String[] a) throws Exception {
+        String bootstrap = a[1], topic = a[2], clientId = a[3];
+        java.nio.file.Path stop = java.nio.file.Path.of(a[4]);
+        int interval = Integer.parseInt(a[5]), partitions = Integer.parseInt(a[6]);
+        Properties p = base(bootstrap, clientId);
+        p.put(ProducerConfig.ACKS_CONFIG, "all");
+        p.put(ProducerConfig.LINGER_MS_CONFIG, "0");
+        // longer than the cluster takes to fence a crashed node (and drop it from the ISR)
+        p.put(ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG, "10000");
+        p.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, "60000");
+        p.put(ProducerConfig.RETRY_BACKOFF_MS_CONFIG, "100");
+        p.put(ProducerConfig.RECONNECT_BACKOFF_MAX_MS_CONFIG, "500");
+        p.put(ProducerConfig.METADATA_MAX_AGE_CONFIG, "5000");
+        List<Future<RecordMetadata>> sent = new ArrayList<>();
+        try (KafkaProducer<String, String> producer =
+                 new KafkaProducer<>(p, new StringSerializer(), new StringSerializer())) {
+            for (int i = 0; !java.nio.file.Files.exists(stop); i++) {
+                sent.add(producer.send(new ProducerRecord<>(topic, i % partitions, "k" + i,
+                                                            clientId + "-" + i)));
+                Thread.sleep(interval);
+            }
+            producer.flush();
+        }
+        for (int i = 0; i < sent.size(); i++) {
+            try {
+                RecordMetadata md = sent.get(i).get();
+                emit(line("event", "produced", "client_id", clientId, "codec", "none",
+                          "topic", md.topic(), "partition", md.partition(),
+                          "offset", md.offset(), "key", "k" + i, "value", clientId + "-" + i));
+            } catch (ExecutionException e) {
+                emit(line("event", "produce_failed", "client_id", clientId, "key", "k" + i,
+                          "error", errorName(e)));
+            }
+        }
+    }
+
     // ------------------------------------------------------------------ consume
 
     static void consume(String[] a) throws Exception {
@@ -298,6 +337,7 @@ public final class KafkaClients {
     public static void main(String[] args) throws Exception {
         switch (args[0]) {
             case "produce": produce(args); break;
+            case "paced": paced(args); break;
             case "consume": consume(args); break;
             case "share": share(args); break;
             case "admin": admin(args); break;
