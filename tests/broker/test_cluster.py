@@ -14,8 +14,6 @@ by name.
 
 from __future__ import annotations
 
-import threading
-import time
 import uuid
 
 import pytest
@@ -31,6 +29,7 @@ from tests.broker.common import (
     unexpected_issues,
     unpaired,
 )
+from tests.broker.scenarios import failover_scenario
 from tests.live.helpers import capture_permission
 
 pytestmark = [pytest.mark.skipif(capture_permission() is not None,
@@ -39,58 +38,19 @@ pytestmark = [pytest.mark.skipif(capture_permission() is not None,
 PARTITIONS = 3
 
 
-def _wait(cond, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if cond():
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
 @pytest.fixture(scope="module")
 def failover(kafka_cluster, java_clients, tmp_path_factory):
     cluster = kafka_cluster
     tag = "cl-" + uuid.uuid4().hex[:6]
     topic = f"{tag}-topic"
     cluster.create_topic(topic, PARTITIONS)
-    before = cluster.leaders(topic)
-    victim = before[0]
-    node = cluster.nodes[victim]
     work = tmp_path_factory.mktemp("cluster")
-    stop = work / "stop"
-    events = {"before": before, "victim": victim, "victim_port": node.port}
-
-    def scenario():
-        out = {}
-        producer = threading.Thread(target=lambda: out.update(run=java_clients.run(
-            "paced", cluster.bootstrap_servers, topic, f"{tag}-producer", str(stop), "40",
-            str(PARTITIONS))))
-        producer.start()
-        try:
-            time.sleep(1.5)
-            node.stop(kill=True)                       # the crash
-            _wait(lambda: cluster.leaders(topic)[0] not in (victim, -1), 30,
-                  "a new leader of partition 0")
-            events["during"] = cluster.leaders(topic)
-            time.sleep(1.0)
-            node.launch(format_storage=False)          # the node comes back
-            node.wait_ready(time.monotonic() + 60)
-
-            def elect() -> bool:
-                cluster.elect_preferred_leaders(topic)
-                return cluster.leaders(topic)[0] == victim
-            _wait(elect, 60, "the preferred leader of partition 0 back")
-            events["after"] = cluster.leaders(topic)
-            time.sleep(1.0)
-        finally:
-            stop.touch()
-            producer.join(120)
-        return out["run"]
-
-    cap, run = capture_scenario(cluster, cluster.ports, work / "failover.pcap", scenario,
-                                with_records=True)
-    return events, run, cap
+    events: dict = {}
+    cap, runs = capture_scenario(
+        cluster, cluster.ports, work / "failover.pcap",
+        lambda: failover_scenario(cluster, java_clients, topic, tag, work, events),
+        with_records=True)
+    return events, runs["producer"], cap
 
 
 def test_the_leadership_moved_and_came_back(failover):

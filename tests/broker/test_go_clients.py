@@ -27,14 +27,14 @@ from tests.broker.common import (
     unfound_client_requests,
     unpaired,
 )
+from tests.broker.scenarios import PRODUCER_SPECS, go_scenario
 from tests.live.helpers import capture_permission
 
 pytestmark = [pytest.mark.skipif(capture_permission() is not None,
                                  reason=capture_permission() or "")]
 
 N = 4
-SPECS = [f"{codec}:all:plain" for codec in ("none", "gzip", "snappy", "lz4", "zstd")] + \
-    ["none:0:plain", "none:1:plain", "lz4:all:idempotent", "zstd:all:txn"]
+SPECS = PRODUCER_SPECS
 
 ADMIN_APIS = {
     "franz": {
@@ -75,27 +75,10 @@ def go_capture(kafka_broker, go_clients, tmp_path_factory):
     tag = "go-" + uuid.uuid4().hex[:6]
     topic = f"{tag}-topic"
     broker.create_topic(topic, partitions=2)
-    bs = broker.bootstrap_servers
-    total = 2 * N * len(SPECS)
 
     def scenario():
-        run = go_clients.run
-        runs = {}
-        for client in ("franz", "sarama"):
-            runs[client, "produce"] = run(f"{client}-produce", bs, topic, f"{tag}-{client}",
-                                          str(N), *SPECS)
-        runs["franz", "consumer"] = run("franz-consume", bs, topic, f"{tag}-franz-c848",
-                                        f"{tag}-g848", "consumer", str(total))
-        runs["franz", "classic"] = run("franz-consume", bs, topic, f"{tag}-franz-classic",
-                                       f"{tag}-gfranz", "classic", str(total))
-        runs["franz", "share"] = run("franz-share", bs, topic, f"{tag}-franz-share",
-                                     f"{tag}-gshare", str(total))
-        runs["sarama", "classic"] = run("sarama-consume", bs, topic, f"{tag}-sarama-classic",
-                                        f"{tag}-gsarama", str(total))
-        for client in ("franz", "sarama"):
-            runs[client, "admin"] = run(f"{client}-admin", bs, f"{tag}-{client}",
-                                        f"{tag}-{client}-admin")
-        return runs
+        runs = go_scenario(go_clients, broker.bootstrap_servers, topic, tag, N)
+        return {tuple(k.split("/")): v for k, v in runs.items()}
 
     cap, runs = capture_scenario(broker, broker.port,
                                  tmp_path_factory.mktemp("go") / "go.pcap", scenario,

@@ -33,6 +33,7 @@ from tests.broker.common import (
     unfound_client_requests,
     unpaired,
 )
+from tests.broker.scenarios import PRODUCER_SPECS, java_scenario
 from tests.captures.test_secrets import _leaks
 from tests.live.helpers import capture_permission
 
@@ -40,9 +41,7 @@ pytestmark = [pytest.mark.skipif(capture_permission() is not None,
                                  reason=capture_permission() or "")]
 
 N = 6
-CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
-SPECS = [f"{codec}:all:plain" for codec in CODECS] + \
-    ["none:0:plain", "none:1:plain", "lz4:all:idempotent", "zstd:all:txn"]
+SPECS = PRODUCER_SPECS
 SENSITIVE = "java-ssl-key-Pa55word"
 
 #: admin operation (KafkaClients.java) -> the APIs it sends (describe_features: an
@@ -74,20 +73,9 @@ def java_capture(kafka_broker, java_clients, tmp_path_factory):
     tag = "jv-" + uuid.uuid4().hex[:6]
     topic = f"{tag}-topic"
     broker.create_topic(topic, partitions=2)
-    bs = broker.bootstrap_servers
-    total = N * len(SPECS)
 
     def scenario():
-        return {
-            "produce": java_clients.run("produce", bs, topic, tag, str(N), *SPECS),
-            "consumer": java_clients.run("consume", bs, topic, f"{tag}-c848", f"{tag}-g848",
-                                         "consumer", str(total)),
-            "classic": java_clients.run("consume", bs, topic, f"{tag}-classic",
-                                        f"{tag}-gclassic", "classic", str(total)),
-            "share": java_clients.run("share", bs, topic, f"{tag}-share", f"{tag}-gshare",
-                                      str(total)),
-            "admin": java_clients.run("admin", bs, tag, f"{tag}-admin"),
-        }
+        return java_scenario(java_clients, broker.bootstrap_servers, topic, tag, N)
 
     cap, runs = capture_scenario(broker, broker.port,
                                  tmp_path_factory.mktemp("java") / "java.pcap", scenario,

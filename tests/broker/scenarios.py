@@ -1,0 +1,110 @@
+"""The real-broker scenarios, shared by the tests in this directory (which capture and check
+them fresh) and captures/make_broker_captures.py (which commits small captures of them with
+their truth). Each function runs real clients against a running broker or cluster and
+returns the clients' runs (:class:`~tests.support.client_truth.ClientRun`, keyed by a run
+name); the caller captures around it."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+from tests.support.client_truth import ClientRun
+from tests.support.go_clients import GoClients
+from tests.support.java_clients import JavaClients
+from tests.support.kafka_broker import KafkaCluster
+
+#: producer specs (codec:acks:mode) every client family runs: each codec with acks=all,
+#: acks 0 and 1, idempotent, transactional
+PRODUCER_SPECS = [f"{codec}:all:plain" for codec in ("none", "gzip", "snappy", "lz4", "zstd")] \
+    + ["none:0:plain", "none:1:plain", "lz4:all:idempotent", "zstd:all:txn"]
+
+
+def java_scenario(java: JavaClients, bootstrap: str, topic: str, tag: str,
+                  n: int) -> dict[str, ClientRun]:
+    """The Java client (KafkaClients.java): ``n`` records per producer spec, then a KIP-848,
+    a classic and a share-group consumer reading them all, then the admin operations.
+    ``topic`` has 2 partitions."""
+    total = n * len(PRODUCER_SPECS)
+    return {
+        "produce": java.run("produce", bootstrap, topic, tag, str(n), *PRODUCER_SPECS),
+        "consumer": java.run("consume", bootstrap, topic, f"{tag}-c848", f"{tag}-g848",
+                             "consumer", str(total)),
+        "classic": java.run("consume", bootstrap, topic, f"{tag}-classic", f"{tag}-gclassic",
+                            "classic", str(total)),
+        "share": java.run("share", bootstrap, topic, f"{tag}-share", f"{tag}-gshare",
+                          str(total)),
+        "admin": java.run("admin", bootstrap, tag, f"{tag}-admin"),
+    }
+
+
+def go_scenario(go: GoClients, bootstrap: str, topic: str, tag: str,
+                n: int) -> dict[str, ClientRun]:
+    """franz-go and sarama (kclients): ``n`` records per producer spec each, franz-go
+    KIP-848, classic and share consumers and a sarama classic consumer reading them all,
+    then each one's admin operations. Runs are keyed ``"<client>/<run>"``."""
+    total = 2 * n * len(PRODUCER_SPECS)
+    runs = {}
+    for client in ("franz", "sarama"):
+        runs[f"{client}/produce"] = go.run(f"{client}-produce", bootstrap, topic,
+                                           f"{tag}-{client}", str(n), *PRODUCER_SPECS)
+    runs["franz/consumer"] = go.run("franz-consume", bootstrap, topic, f"{tag}-franz-c848",
+                                    f"{tag}-g848", "consumer", str(total))
+    runs["franz/classic"] = go.run("franz-consume", bootstrap, topic, f"{tag}-franz-classic",
+                                   f"{tag}-gfranz", "classic", str(total))
+    runs["franz/share"] = go.run("franz-share", bootstrap, topic, f"{tag}-franz-share",
+                                 f"{tag}-gshare", str(total))
+    runs["sarama/classic"] = go.run("sarama-consume", bootstrap, topic,
+                                    f"{tag}-sarama-classic", f"{tag}-gsarama", str(total))
+    for client in ("franz", "sarama"):
+        runs[f"{client}/admin"] = go.run(f"{client}-admin", bootstrap, f"{tag}-{client}",
+                                         f"{tag}-{client}-admin")
+    return runs
+
+
+def _wait(cond, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if cond():
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def failover_scenario(cluster: KafkaCluster, java: JavaClients, topic: str, tag: str,
+                      work: Path, events: dict) -> dict[str, ClientRun]:
+    """A paced Java producer (one record every 40 ms, acks=all) on ``topic`` while the leader
+    of its partition 0 is killed (SIGKILL), a new leader takes over, the node restarts and a
+    preferred leader election gives it back. ``events`` gets ``before``, ``during``,
+    ``after`` (partition -> leader), ``victim`` (node id) and ``victim_port``."""
+    before = cluster.leaders(topic)
+    victim = before[0]
+    node = cluster.nodes[victim]
+    events.update(before=before, victim=victim, victim_port=node.port)
+    stop = work / f"{tag}.stop"
+    out: dict[str, ClientRun] = {}
+    producer = threading.Thread(target=lambda: out.update(producer=java.run(
+        "paced", cluster.bootstrap_servers, topic, f"{tag}-producer", str(stop), "40",
+        str(len(before)))))
+    producer.start()
+    try:
+        time.sleep(1.5)
+        node.stop(kill=True)                       # the crash
+        _wait(lambda: cluster.leaders(topic)[0] not in (victim, -1), 30,
+              "a new leader of partition 0")
+        events["during"] = cluster.leaders(topic)
+        time.sleep(1.0)
+        node.launch(format_storage=False)          # the node comes back
+        node.wait_ready(time.monotonic() + 60)
+
+        def elect() -> bool:
+            cluster.elect_preferred_leaders(topic)
+            return cluster.leaders(topic)[0] == victim
+        _wait(elect, 60, "the preferred leader of partition 0 back")
+        events["after"] = cluster.leaders(topic)
+        time.sleep(1.0)
+    finally:
+        stop.touch()
+        producer.join(120)
+    return out
