@@ -159,6 +159,21 @@ def expected_status(ex: Exchange) -> str:
     return ExchangeStatus.NO_RESPONSE_EXPECTED if acks0(ex) else ExchangeStatus.PAIRED
 
 
+def status_allowing_resets(cap) -> Callable[[Exchange], str]:
+    """:func:`expected_status`, but unanswered or cut short for a request at the end of a
+    connection that was reset or closed (:func:`cut_by_close`): the broker logs a request as
+    completed once it wrote the answer, which a reset socket drops in part or whole (a
+    crashed node, a client giving up)."""
+    cut = cut_by_close(cap)
+
+    def status(ex: Exchange) -> str:
+        if not acks0(ex) and (ex.client, ex.correlation_id) in cut and \
+                ex.status in (ExchangeStatus.UNANSWERED, ExchangeStatus.PAIRED):
+            return ex.status
+        return expected_status(ex)
+    return status
+
+
 def unfound_client_requests(cap: BrokerCapture, requests) -> list[tuple]:
     """The requests a client says it sent (:class:`~tests.support.client_truth.ClientRequest`)
     that the capture does not hold exactly once with the same api_key, api_version and

@@ -20,6 +20,58 @@ from tests.support.kafka_broker import KafkaCluster
 PRODUCER_SPECS = [f"{codec}:all:plain" for codec in ("none", "gzip", "snappy", "lz4", "zstd")] \
     + ["none:0:plain", "none:1:plain", "lz4:all:idempotent", "zstd:all:txn"]
 
+#: admin operation (KafkaClients.java) -> the APIs it sends (describe_features: an
+#: ApiVersions request, not told apart from the connections' own)
+JAVA_ADMIN_APIS = {
+    "describe_cluster": ("DescribeCluster",), "create_topics": ("CreateTopics",),
+    "create_topics_again": ("CreateTopics",), "create_partitions": ("CreatePartitions",),
+    "describe_topics": ("DescribeTopicPartitions",),
+    "alter_topic_config": ("IncrementalAlterConfigs",),
+    "describe_topic_config": ("DescribeConfigs",),
+    "alter_sensitive_config": ("IncrementalAlterConfigs",),
+    "describe_broker_config": ("DescribeConfigs",), "create_acls": ("CreateAcls",),
+    "describe_acls": ("DescribeAcls",), "delete_acls": ("DeleteAcls",),
+    "alter_scram_credentials": ("AlterUserScramCredentials",),
+    "describe_scram_credentials": ("DescribeUserScramCredentials",),
+    "alter_client_quotas": ("AlterClientQuotas",),
+    "describe_client_quotas": ("DescribeClientQuotas",),
+    "describe_log_dirs": ("DescribeLogDirs",), "describe_producers": ("DescribeProducers",),
+    "list_transactions": ("ListTransactions",),
+    "describe_transactions": ("DescribeTransactions",),
+    "list_offsets": ("ListOffsets",), "delete_records": ("DeleteRecords",),
+    "list_groups": ("ListGroups",), "describe_features": (), "delete_topics": ("DeleteTopics",),
+}
+#: the error names the Java admin operations meet
+JAVA_ADMIN_ERRORS = {"create_topics_again": "TOPIC_ALREADY_EXISTS",
+                     "describe_transactions": "TRANSACTIONAL_ID_NOT_FOUND"}
+
+#: Go admin operation (kclients) -> the APIs it sends, per client
+GO_ADMIN_APIS = {
+    "franz": {
+        "create_topics": ("CreateTopics",), "create_topics_again": ("CreateTopics",),
+        "create_partitions": ("CreatePartitions",),
+        "alter_topic_config": ("IncrementalAlterConfigs",),
+        "describe_topic_config": ("DescribeConfigs",), "create_acls": ("CreateAcls",),
+        "describe_acls": ("DescribeAcls",), "delete_acls": ("DeleteAcls",),
+        "alter_scram_credentials": ("AlterUserScramCredentials",),
+        "list_offsets": ("ListOffsets",), "list_groups": ("ListGroups",),
+        "describe_groups": ("DescribeGroups",), "delete_topics": ("DeleteTopics",),
+    },
+    "sarama": {
+        "describe_cluster": ("DescribeCluster",),
+        "create_topics": ("CreateTopics", "CreateTopics"),
+        "create_topics_again": ("CreateTopics",), "create_partitions": ("CreatePartitions",),
+        "alter_topic_config": ("IncrementalAlterConfigs",),
+        "describe_topic_config": ("DescribeConfigs",), "create_acls": ("CreateAcls",),
+        "describe_acls": ("DescribeAcls",), "delete_acls": ("DeleteAcls",),
+        "list_groups": ("ListGroups",), "describe_log_dirs": ("DescribeLogDirs",),
+        "delete_topics": ("DeleteTopics", "DeleteTopics"),
+    },
+}
+#: the Kafka error codes the Go admin operations meet
+GO_ADMIN_ERRORS = {"franz": {"create_topics_again": 36, "describe_groups": 69},
+                   "sarama": {"create_topics_again": 36}}
+
 
 def java_scenario(java: JavaClients, bootstrap: str, topic: str, tag: str,
                   n: int) -> dict[str, ClientRun]:

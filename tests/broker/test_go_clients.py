@@ -27,7 +27,12 @@ from tests.broker.common import (
     unfound_client_requests,
     unpaired,
 )
-from tests.broker.scenarios import PRODUCER_SPECS, go_scenario
+from tests.broker.scenarios import (
+    GO_ADMIN_APIS as ADMIN_APIS,
+    GO_ADMIN_ERRORS as ADMIN_ERRORS,
+    PRODUCER_SPECS,
+    go_scenario,
+)
 from tests.live.helpers import capture_permission
 
 pytestmark = [pytest.mark.skipif(capture_permission() is not None,
@@ -36,31 +41,6 @@ pytestmark = [pytest.mark.skipif(capture_permission() is not None,
 N = 4
 SPECS = PRODUCER_SPECS
 
-ADMIN_APIS = {
-    "franz": {
-        "create_topics": ("CreateTopics",), "create_topics_again": ("CreateTopics",),
-        "create_partitions": ("CreatePartitions",),
-        "alter_topic_config": ("IncrementalAlterConfigs",),
-        "describe_topic_config": ("DescribeConfigs",), "create_acls": ("CreateAcls",),
-        "describe_acls": ("DescribeAcls",), "delete_acls": ("DeleteAcls",),
-        "alter_scram_credentials": ("AlterUserScramCredentials",),
-        "list_offsets": ("ListOffsets",), "list_groups": ("ListGroups",),
-        "describe_groups": ("DescribeGroups",), "delete_topics": ("DeleteTopics",),
-    },
-    "sarama": {
-        "describe_cluster": ("DescribeCluster",),
-        "create_topics": ("CreateTopics", "CreateTopics"),
-        "create_topics_again": ("CreateTopics",), "create_partitions": ("CreatePartitions",),
-        "alter_topic_config": ("IncrementalAlterConfigs",),
-        "describe_topic_config": ("DescribeConfigs",), "create_acls": ("CreateAcls",),
-        "describe_acls": ("DescribeAcls",), "delete_acls": ("DeleteAcls",),
-        "list_groups": ("ListGroups",), "describe_log_dirs": ("DescribeLogDirs",),
-        "delete_topics": ("DeleteTopics", "DeleteTopics"),
-    },
-}
-#: the errors the admin operations meet
-ADMIN_ERRORS = {"franz": {"create_topics_again": 36, "describe_groups": 69},
-                "sarama": {"create_topics_again": 36}}
 #: consumer runs: (client, run name) -> (fetch API, the group protocol's membership API; a
 #: classic member's Heartbeat only comes after heartbeat.interval, longer than a run)
 CONSUMERS = {("franz", "consumer"): ("Fetch", "ConsumerGroupHeartbeat"),

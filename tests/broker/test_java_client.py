@@ -33,7 +33,12 @@ from tests.broker.common import (
     unfound_client_requests,
     unpaired,
 )
-from tests.broker.scenarios import PRODUCER_SPECS, java_scenario
+from tests.broker.scenarios import (
+    JAVA_ADMIN_APIS as ADMIN_APIS,
+    JAVA_ADMIN_ERRORS,
+    PRODUCER_SPECS,
+    java_scenario,
+)
 from tests.captures.test_secrets import _leaks
 from tests.live.helpers import capture_permission
 
@@ -44,27 +49,6 @@ N = 6
 SPECS = PRODUCER_SPECS
 SENSITIVE = "java-ssl-key-Pa55word"
 
-#: admin operation (KafkaClients.java) -> the APIs it sends (describe_features: an
-#: ApiVersions request, not told apart from the connections' own)
-ADMIN_APIS = {
-    "describe_cluster": ("DescribeCluster",), "create_topics": ("CreateTopics",),
-    "create_topics_again": ("CreateTopics",), "create_partitions": ("CreatePartitions",),
-    "describe_topics": ("DescribeTopicPartitions",),
-    "alter_topic_config": ("IncrementalAlterConfigs",),
-    "describe_topic_config": ("DescribeConfigs",),
-    "alter_sensitive_config": ("IncrementalAlterConfigs",),
-    "describe_broker_config": ("DescribeConfigs",), "create_acls": ("CreateAcls",),
-    "describe_acls": ("DescribeAcls",), "delete_acls": ("DeleteAcls",),
-    "alter_scram_credentials": ("AlterUserScramCredentials",),
-    "describe_scram_credentials": ("DescribeUserScramCredentials",),
-    "alter_client_quotas": ("AlterClientQuotas",),
-    "describe_client_quotas": ("DescribeClientQuotas",),
-    "describe_log_dirs": ("DescribeLogDirs",), "describe_producers": ("DescribeProducers",),
-    "list_transactions": ("ListTransactions",),
-    "describe_transactions": ("DescribeTransactions",),
-    "list_offsets": ("ListOffsets",), "delete_records": ("DeleteRecords",),
-    "list_groups": ("ListGroups",), "describe_features": (), "delete_topics": ("DeleteTopics",),
-}
 
 
 @pytest.fixture(scope="module")
@@ -172,9 +156,7 @@ def test_admin_operations_decode_with_the_errors_the_client_saw(java_capture):
     tag, _, runs, cap = java_capture
     ops = runs["admin"].events("admin")
     assert [x["op"] for x in ops] == list(ADMIN_APIS)
-    assert {x["op"]: x["error"] for x in ops if x["error"]} == {
-        "create_topics_again": "TOPIC_ALREADY_EXISTS",
-        "describe_transactions": "TRANSACTIONAL_ID_NOT_FOUND"}
+    assert {x["op"]: x["error"] for x in ops if x["error"]} == JAVA_ADMIN_ERRORS
     assert not admin_mismatches(cap, f"{tag}-admin", ops, ADMIN_APIS)
 
 

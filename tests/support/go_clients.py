@@ -67,6 +67,7 @@ class GoClients:
 
         if shutil.which("go") is None:
             pytest.skip("go is not installed: the Go client tests need Go 1.24+ (.ci/setup)")
+        self.work_dir.mkdir(parents=True, exist_ok=True)
         env = {**os.environ, "GOFLAGS": "-mod=readonly"}
         res = subprocess.run(["go", "build", "-o", str(self.binary), "."], cwd=GO_MODULE,
                              capture_output=True, text=True, timeout=600, env=env)

@@ -232,6 +232,9 @@ class KafkaBroker:
             the data (``data/``), ``server.log`` and ``kafka-request.log``.
         heap: the JVM's ``-Xmx``.
         extra_config: more ``server.properties`` settings (override the defaults).
+        node_id, voters, cluster_id, controller_port: a node of a :class:`KafkaCluster`
+            (voters: node id -> controller port of the static quorum).
+        port: the PLAINTEXT port (default: a free one).
 
     Attributes:
         port: the PLAINTEXT listener (clients); ``sasl_port``: the SASL_PLAINTEXT listener
@@ -243,14 +246,14 @@ class KafkaBroker:
     def __init__(self, lib_dir: Path, work_dir: Path, *, heap: str = "512m",
                  extra_config: dict[str, str] | None = None, node_id: int = 1,
                  voters: dict[int, int] | None = None, cluster_id: str | None = None,
-                 controller_port: int | None = None) -> None:
+                 controller_port: int | None = None, port: int | None = None) -> None:
         self.lib_dir = Path(lib_dir)
         self.work_dir = Path(work_dir)
         self.heap = heap
         self.node_id = node_id
         self.voters = voters
         self.cluster_id = cluster_id or random_cluster_id()
-        self.port = free_port()
+        self.port = port or free_port()
         self.sasl_port = free_port()
         self.controller_port = controller_port or free_port()
         self.request_log = self.work_dir / "kafka-request.log"
