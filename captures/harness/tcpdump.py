@@ -106,9 +106,12 @@ class Tcpdump:
         if stats.get("dropped_by_kernel"):
             raise SystemExit(f"tcpdump dropped packets: {stats}")
         # On Linux "lo" the filter sees every packet twice (outgoing and incoming copy) and
-        # libpcap keeps one: anything else means packets were lost between the two.
-        if self.argv[2] == "lo" and \
-                stats.get("received_by_filter") != 2 * stats.get("captured", -1):
+        # libpcap keeps one: anything else means packets were lost between the two, except
+        # one packet the filter counted while SIGINT ended the capture (a real broker's own
+        # connections, replica fetchers and coordinators, send at any time; a packet lost
+        # mid-capture would also show as a gap in the decode).
+        missing = stats.get("received_by_filter", 0) - 2 * stats.get("captured", -1)
+        if self.argv[2] == "lo" and missing not in (0, 1, 2):
             raise SystemExit(f"tcpdump lost packets (stats {stats})")
         return stats
 

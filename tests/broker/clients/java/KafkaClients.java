@@ -7,6 +7,8 @@
 //
 //   produce   BOOTSTRAP TOPIC TAG N SPEC...   (SPEC codec:acks:plain|idempotent|txn)
 //   paced     BOOTSTRAP TOPIC CLIENT_ID STOP_FILE INTERVAL_MS PARTITIONS
+//   big       BOOTSTRAP TOPIC CLIENT_ID RECORD_BYTES BATCH_BYTES
+//   idle      BOOTSTRAP TOPIC CLIENT_ID GROUP SECONDS
 //   consume   BOOTSTRAP TOPIC CLIENT_ID GROUP classic|consumer N
 //   share     BOOTSTRAP TOPIC CLIENT_ID GROUP N
 //   admin     BOOTSTRAP TAG CLIENT_ID
@@ -195,6 +197,55 @@ public final class KafkaClients {
         }
     }
 
+    /** Records of SIZE bytes until one batch of about TOTAL bytes is full (batch.size and
+     *  max.request.size raised, no compression, a long linger): one Produce of 1 MB and more. */
+    static void big(String[] a) throws Exception {
+        String bootstrap = a[1], topic = a[2], clientId = a[3];
+        int size = Integer.parseInt(a[4]), total = Integer.parseInt(a[5]);
+        Properties p = base(bootstrap, clientId);
+        p.put(ProducerConfig.BATCH_SIZE_CONFIG, String.valueOf(total + 64 * 1024));
+        p.put(ProducerConfig.MAX_REQUEST_SIZE_CONFIG, String.valueOf(4 * total));
+        p.put(ProducerConfig.BUFFER_MEMORY_CONFIG, String.valueOf(8 * total));
+        p.put(ProducerConfig.LINGER_MS_CONFIG, "2000");
+        p.put(ProducerConfig.COMPRESSION_TYPE_CONFIG, "none");
+        String pad = "x".repeat(size);
+        List<Future<RecordMetadata>> sent = new ArrayList<>();
+        try (KafkaProducer<String, String> producer =
+                 new KafkaProducer<>(p, new StringSerializer(), new StringSerializer())) {
+            for (int i = 0; (long) i * size < total; i++) {
+                sent.add(producer.send(new ProducerRecord<>(topic, 0, "k" + i,
+                                                            clientId + "-" + i + "-" + pad)));
+            }
+            producer.flush();
+        }
+        for (int i = 0; i < sent.size(); i++) {
+            RecordMetadata md = sent.get(i).get();
+            emit(line("event", "produced", "client_id", clientId, "codec", "none",
+                      "topic", md.topic(), "partition", md.partition(), "offset", md.offset(),
+                      "key", "k" + i, "value", clientId + "-" + i + "-" + pad));
+        }
+    }
+
+    /** A classic consumer that joins GROUP at the end of TOPIC (nothing to read) and polls
+     *  for SECONDS: every Fetch waits fetch.max.wait.ms (500 ms) on the broker. */
+    static void idle(String[] a) throws Exception {
+        String bootstrap = a[1], topic = a[2], clientId = a[3], group = a[4];
+        long until = System.currentTimeMillis() + 1000L * Integer.parseInt(a[5]);
+        Properties p = base(bootstrap, clientId);
+        p.put(ConsumerConfig.GROUP_ID_CONFIG, group);
+        p.put(ConsumerConfig.GROUP_PROTOCOL_CONFIG, "classic");
+        p.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "latest");
+        try (KafkaConsumer<String, String> consumer =
+                 new KafkaConsumer<>(p, new StringDeserializer(), new StringDeserializer())) {
+            consumer.subscribe(List.of(topic));
+            int got = 0;
+            while (System.currentTimeMillis() < until) {
+                got += consumer.poll(Duration.ofMillis(200)).count();
+            }
+            emit(line("event", "idle", "client_id", clientId, "records", got));
+        }
+    }
+
     // ------------------------------------------------------------------ consume
 
     static void consume(String[] a) throws Exception {
@@ -338,6 +389,8 @@ public final class KafkaClients {
         switch (args[0]) {
             case "produce": produce(args); break;
             case "paced": paced(args); break;
+            case "big": big(args); break;
+            case "idle": idle(args); break;
             case "consume": consume(args); break;
             case "share": share(args); break;
             case "admin": admin(args); break;
