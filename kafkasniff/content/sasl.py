@@ -347,9 +347,15 @@ def _parse_oauthbearer(token: bytes, from_client: bool, show: bool) -> dict:
         out["auth_scheme"] = scheme
         credential = credential.strip(" ")
         out["token"] = _secret_text("oauth token", credential, show)
-        if show:
-            jwt = _jwt(credential)
-            if jwt is not None:
+        jwt = _jwt(credential)
+        if jwt is not None:
+            # the subject is who authenticates (Kafka's principal by default,
+            # sasl.oauthbearer.sub.claim.name): shown like a PLAIN or SCRAM user name; the
+            # token and its other claims stay withheld
+            sub = jwt["claims"].get("sub")
+            if isinstance(sub, str) and _printable(sub):
+                out["subject"] = sub
+            if show:
                 out["jwt"] = jwt
         if extensions:
             out["extensions"] = extensions

@@ -21,7 +21,7 @@ from kafkasniff.cli import main
 from tests.broker.common import capture_scenario, every_output, unpaired
 from tests.captures.test_secrets import _leaks
 from tests.live.helpers import capture_permission
-from tests.support.kafka_broker import SASL_USERS
+from tests.support.kafka_broker import OAUTHBEARER_PRINCIPAL, SASL_USERS
 
 pytestmark = [pytest.mark.skipif(capture_permission() is not None,
                                  reason=capture_permission() or "")]
@@ -42,6 +42,16 @@ def _authenticate_and_produce(port: int, topic: str, tag: str) -> None:
             p.produce(topic, value=f"{mech}-{i}".encode())
         assert p.flush(20) == 0, mech
         del p
+    # unsecured OAUTHBEARER: librdkafka makes the unsigned JWT itself
+    p = Producer({"bootstrap.servers": f"127.0.0.1:{port}",
+                  "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "OAUTHBEARER",
+                  "enable.sasl.oauthbearer.unsecure.jwt": True,
+                  "sasl.oauthbearer.config": f"principal={OAUTHBEARER_PRINCIPAL}",
+                  "client.id": f"{tag}-oauthbearer", "linger.ms": 5})
+    for i in range(3):
+        p.produce(topic, value=f"OAUTHBEARER-{i}".encode())
+    assert p.flush(20) == 0, "OAUTHBEARER"
+    del p
 
 
 @pytest.fixture(scope="module")
@@ -77,6 +87,30 @@ def test_mechanisms_and_principals(sasl_capture):
         principals = {r.fields.get("principal") for r in logged
                       if r.client_id == cid and r.api_key == 0}
         assert principals == {f"User:{user}"}, (mech, principals)
+
+
+def test_oauthbearer_principal_shown_token_withheld(sasl_capture, tmp_path):
+    """The unsecured OAUTHBEARER token (a JWT without signature) authenticates
+    ``OAUTHBEARER_PRINCIPAL``: the broker logs that principal, kafkasniff shows the mechanism
+    and the token's subject, and the token itself (its base64url header and claims) is in no
+    output."""
+    tag, cap = sasl_capture
+    cid = f"{tag}-oauthbearer"
+    hs = [ex for ex in cap.exchanges if ex.api_name == "SaslHandshake" and ex.client_id == cid]
+    assert hs and {ex.request.body["mechanism"] for ex in hs} == {"OAUTHBEARER"}
+    auth = [ex for ex in cap.exchanges if ex.api_name == "SaslAuthenticate"
+            and ex.client_id == cid]
+    assert auth and all(not ex.errors for ex in auth)
+    assert {r.fields.get("principal") for r in cap.logged
+            if r.client_id == cid and r.api_key == 0} == {f"User:{OAUTHBEARER_PRINCIPAL}"}
+    texts = every_output(cap.pcap, tmp_path)
+    assert OAUTHBEARER_PRINCIPAL in texts["read --json"]
+    token = CliRunner().invoke(main, ["read", "-q", "--json", "--show-secrets",
+                                      str(cap.pcap)]).output
+    jwt = [w for w in token.replace('"', " ").split() if w.startswith("eyJ")]
+    assert jwt, "--show-secrets shows the token"
+    leaks = {name: [w for w in jwt if w[:40] in text] for name, text in texts.items()}
+    assert not any(leaks.values()), leaks
 
 
 def test_no_password_or_proof_in_any_output(sasl_capture, tmp_path):

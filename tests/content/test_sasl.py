@@ -269,10 +269,11 @@ def test_oauthbearer_client_token_redacted():
     assert d["auth_scheme"] == "Bearer"
     assert d["token"] == Redacted("oauth token", len(JWT))
     assert d["extensions"] == {"traceId": "abc123"}
+    assert d["subject"] == "svc-orders"     # who authenticates, like a PLAIN user name
     text = dump(d)
     assert "jwt" not in text and "claims" not in text
     header, claims, sig = JWT.split(".")
-    assert_hidden(text, JWT, header, claims, sig, "svc-orders", "kafka-secret-scope")
+    assert_hidden(text, JWT, header, claims, sig, "kafka-secret-scope")
 
 
 def test_oauthbearer_show_secrets_decodes_jwt():

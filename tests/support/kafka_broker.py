@@ -36,8 +36,8 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["KAFKA_VERSION", "LIB_DIR", "KafkaBroker", "KafkaBrokerError", "KafkaCluster",
-           "LoggedRequest",
+__all__ = ["KAFKA_VERSION", "LIB_DIR", "OAUTHBEARER_PRINCIPAL", "SASL_USERS", "KafkaBroker",
+           "KafkaBrokerError", "KafkaCluster", "LoggedRequest",
            "missing_prerequisite", "parse_request_log", "parse_request_log_line"]
 
 #: The Kafka release pinned in tests/broker/pom.xml.
@@ -53,6 +53,11 @@ SASL_USERS = {
     "SCRAM-SHA-256": ("bob", "bob-scram256-Pa55word"),
     "SCRAM-SHA-512": ("carol", "carol-scram512-Pa55word"),
 }
+
+
+#: the principal of the unsecured OAUTHBEARER tokens the SASL_PLAINTEXT listener accepts
+#: (Kafka's OAuthBearerUnsecuredValidatorCallbackHandler: a JWT with "alg": "none")
+OAUTHBEARER_PRINCIPAL = "erin"
 
 
 class KafkaBrokerError(RuntimeError):
@@ -238,7 +243,8 @@ class KafkaBroker:
 
     Attributes:
         port: the PLAINTEXT listener (clients); ``sasl_port``: the SASL_PLAINTEXT listener
-            (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512; users in :data:`SASL_USERS`);
+            (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 with users in :data:`SASL_USERS`, and
+            unsecured OAUTHBEARER);
             ``controller_port``: the CONTROLLER listener.
         request_log, server_log: the two log files.
     """
@@ -287,7 +293,15 @@ class KafkaBroker:
                                               "SASL_PLAINTEXT:SASL_PLAINTEXT",
             # SASL_PLAINTEXT: PLAIN users in the JAAS configuration, SCRAM credentials
             # written at format time (SASL_USERS)
-            "sasl.enabled.mechanisms": ",".join(SASL_USERS),
+            "sasl.enabled.mechanisms": ",".join([*SASL_USERS, "OAUTHBEARER"]),
+            # unsecured OAUTHBEARER (KIP-255): tokens are unsigned JWTs, checked by Kafka's
+            # unsecured validator (the default server callback of this login module)
+            "listener.name.sasl_plaintext.oauthbearer.sasl.jaas.config":
+                "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required "
+                f'unsecuredLoginStringClaim_sub="{OAUTHBEARER_PRINCIPAL}";',
+            "listener.name.sasl_plaintext.oauthbearer.sasl.server.callback.handler.class":
+                "org.apache.kafka.common.security.oauthbearer.internals.unsecured."
+                "OAuthBearerUnsecuredValidatorCallbackHandler",
             "listener.name.sasl_plaintext.plain.sasl.jaas.config":
                 "org.apache.kafka.common.security.plain.PlainLoginModule required "
                 f'user_{SASL_USERS["PLAIN"][0]}="{SASL_USERS["PLAIN"][1]}";',
