@@ -11,8 +11,10 @@ Usage (as root: tcpdump captures on the loopback interface; Java, Maven's jars f
 
 The scenarios are the real-broker tests' own (``tests/broker/scenarios.py``), with fewer
 records: the Java client (kafka-clients 4.3.1), franz-go and sarama against one Kafka 4.3.1
-node (KRaft, PLAINTEXT on 127.0.0.1:9092 when free), and a Java producer against a 3-node
-cluster whose partition leader is killed and comes back. Each writes:
+node (KRaft, PLAINTEXT on 127.0.0.1:9092 when free), a Java producer against a 3-node
+cluster whose partition leader is killed and comes back, and Python and Go producers on the
+SSL and SASL_SSL listeners (TLS 1.2 and 1.3, several cipher suites) writing an NSS key log
+(``OUT/broker_tls.keylog``). Each writes:
 
 * ``OUT/NAME.pcap``: tcpdump of the broker port(s) (nanosecond pcap, Linux loopback);
 * ``OUT/NAME.truth.json``: what the broker and the clients said happened, never read from
@@ -47,9 +49,11 @@ from _common import TRUTH_FORMAT, dump_truth  # noqa: E402
 
 from tests.broker.common import capture_scenario  # noqa: E402
 from tests.broker.scenarios import (  # noqa: E402
+    TLS_RUNS,
     failover_scenario,
     go_scenario,
     java_scenario,
+    tls_scenario,
 )
 from tests.support.go_clients import GoClients  # noqa: E402
 from tests.support.java_clients import JavaClients  # noqa: E402
@@ -114,6 +118,25 @@ def run_single(name: str, out: Path, work: Path, java: JavaClients, go: GoClient
         broker.stop()
 
 
+def run_tls(name: str, out: Path, work: Path, java: JavaClients, go: GoClients) -> None:
+    broker = KafkaBroker(LIB_DIR, work / name)
+    broker.start()
+    try:
+        topic = "tls-topic"
+        broker.create_topic(topic, partitions=2)
+        keylog = out / f"{name}.keylog"
+        keylog.unlink(missing_ok=True)
+        ports = [broker.ssl_port, broker.sasl_ssl_port]
+        cap, runs = capture_scenario(broker, ports, out / f"{name}.pcap",
+                                     lambda: tls_scenario(go, broker, topic, "tls", keylog, 2))
+        truth = _truth(name, cap, runs, ports)
+        truth["keylog"] = keylog.name
+        truth["tls_runs"] = TLS_RUNS
+        (out / f"{name}.truth.json").write_text(dump_truth(truth))
+    finally:
+        broker.stop()
+
+
 def run_failover(name: str, out: Path, work: Path, java: JavaClients, go: GoClients) -> None:
     cluster = KafkaCluster(LIB_DIR, work / name)
     cluster.start()
@@ -133,7 +156,7 @@ def run_failover(name: str, out: Path, work: Path, java: JavaClients, go: GoClie
 
 
 SCENARIOS = {"broker_java": run_single, "broker_go": run_single,
-             "broker_failover": run_failover}
+             "broker_failover": run_failover, "broker_tls": run_tls}
 
 
 def main(argv: list[str] | None = None) -> int:

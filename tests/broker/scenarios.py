@@ -160,3 +160,89 @@ def failover_scenario(cluster: KafkaCluster, java: JavaClients, topic: str, tag:
         stop.touch()
         producer.join(120)
     return out
+
+
+#: the TLS connections of :func:`tls_scenario`: run name -> what it forces
+TLS_RUNS = {
+    "kafka-python/tls13": "TLS 1.3 (OpenSSL's default suite), SSL listener",
+    "kafka-python/sasl-ssl": "TLS 1.3, SCRAM-SHA-512 on the SASL_SSL listener",
+    "aiokafka/tls12-aes-gcm": "TLS 1.2 ECDHE-ECDSA-AES256-GCM-SHA384",
+    "aiokafka/tls12-aes-cbc": "TLS 1.2 ECDHE-ECDSA-AES128-SHA256 (CBC + HMAC)",
+    "franz/tls12-chacha20": "TLS 1.2 TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256",
+    "franz/tls13": "TLS 1.3 (Go's choice of suite)",
+}
+
+
+def tls_scenario(go: GoClients, broker, topic: str, tag: str, keylog: Path,
+                 n: int) -> dict[str, ClientRun]:
+    """Producers on the broker's SSL and SASL_SSL listeners, each writing the NSS key log
+    ``keylog`` (Python's ``SSLContext.keylog_filename``, Go's ``tls.Config.KeyLogWriter``),
+    one per :data:`TLS_RUNS` entry (versions and cipher suites forced through client
+    settings), ``n`` records each (Python: to partition 0; Go: 0 and 1 in turn) of
+    ``topic`` (2 partitions)."""
+    import asyncio
+    import ssl
+
+    from tests.support.kafka_broker import SASL_USERS
+
+    ca = str(broker.tls.ca)
+    ssl_bs = f"127.0.0.1:{broker.ssl_port}"
+    runs: dict[str, ClientRun] = {}
+
+    def context(max_version=None, ciphers=None) -> ssl.SSLContext:
+        ctx = ssl.create_default_context(cafile=ca)
+        ctx.keylog_filename = str(keylog)
+        if max_version is not None:
+            ctx.maximum_version = max_version
+        if ciphers is not None:
+            ctx.set_ciphers(ciphers)
+        return ctx
+
+    def produced(run: str, cid: str, offsets: list) -> None:
+        runs[run] = ClientRun([{"event": "produced", "client_id": cid, "codec": "none",
+                                "topic": topic, "partition": 0, "offset": off,
+                                "key": f"k{i}", "value": f"{cid}-{i}"}
+                               for i, off in enumerate(offsets)], [], keylog)
+
+    from kafka import KafkaProducer
+
+    user, password = SASL_USERS["SCRAM-SHA-512"]
+    for run, extra in (("kafka-python/tls13", {"bootstrap_servers": ssl_bs,
+                                               "security_protocol": "SSL"}),
+                       ("kafka-python/sasl-ssl", {
+                           "bootstrap_servers": f"127.0.0.1:{broker.sasl_ssl_port}",
+                           "security_protocol": "SASL_SSL",
+                           "sasl_mechanism": "SCRAM-SHA-512", "sasl_plain_username": user,
+                           "sasl_plain_password": password})):
+        cid = f"{tag}-{run.replace('/', '-')}"
+        p = KafkaProducer(client_id=cid, ssl_context=context(), **extra)
+        futures = [p.send(topic, key=f"k{i}".encode(), value=f"{cid}-{i}".encode(),
+                          partition=0) for i in range(n)]
+        offsets = [f.get(30).offset for f in futures]
+        p.close()
+        produced(run, cid, offsets)
+
+    async def aio(run: str, ciphers: str) -> None:
+        from aiokafka import AIOKafkaProducer
+
+        cid = f"{tag}-{run.replace('/', '-')}"
+        p = AIOKafkaProducer(bootstrap_servers=ssl_bs, client_id=cid, security_protocol="SSL",
+                             ssl_context=context(ssl.TLSVersion.TLSv1_2, ciphers))
+        await p.start()
+        try:
+            offsets = [(await p.send_and_wait(topic, key=f"k{i}".encode(),
+                                              value=f"{cid}-{i}".encode(), partition=0)).offset
+                       for i in range(n)]
+        finally:
+            await p.stop()
+        produced(run, cid, offsets)
+
+    asyncio.run(aio("aiokafka/tls12-aes-gcm", "ECDHE-ECDSA-AES256-GCM-SHA384"))
+    asyncio.run(aio("aiokafka/tls12-aes-cbc", "ECDHE-ECDSA-AES128-SHA256"))
+    for run, flags in (("franz/tls12-chacha20", [
+            "-tls-max", "1.2", "-tls-ciphers", "TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256"]),
+            ("franz/tls13", [])):
+        out = go.run("franz-produce", ssl_bs, topic, f"{tag}-{run.replace('/', '-')}", str(n),
+                     "none:all:plain", flags=["-tls-ca", ca, "-keylog", str(keylog), *flags])
+        runs[run] = out
+    return runs

@@ -38,8 +38,10 @@ from tests.conftest import CAPTURES
 from tests.support.client_truth import ClientRequest, ClientRun
 from tests.support.kafka_broker import LoggedRequest
 
-PCAPS = sorted(CAPTURES.glob("broker_*.pcap"))
+#: the plaintext ones (broker_tls is encrypted: its own tests below)
+PCAPS = sorted(p for p in CAPTURES.glob("broker_*.pcap") if p.stem != "broker_tls")
 NAMES = [p.stem for p in PCAPS]
+TLS = CAPTURES / "broker_tls.pcap"
 
 
 @functools.lru_cache(maxsize=None)
@@ -211,3 +213,21 @@ def test_default_decode_finds_every_broker_connection(name):
     want = {(ex.broker, ex.client, ex.correlation_id, ex.api_key) for ex in cap.exchanges}
     assert ids == want
 
+
+
+# --------------------------------------------------------------------------- broker_tls
+
+def test_tls_capture_is_tls_and_its_key_log_matches():
+    """broker_tls: kafkasniff names every connection TLS (1.2 and 1.3) and counts every byte;
+    the committed key log holds a client random for every connection (the material the TLS
+    decryption works from)."""
+    truth = json.loads(TLS.with_suffix(".truth.json").read_text())
+    connections = [rec for rec in analyze([TLS], pipeline=Pipeline(PipelineOptions(
+        ports=frozenset(truth["broker_ports"]), meta_records=True)))
+        if type(rec) is ConnectionSummary]
+    assert connections and {c.kind for c in connections} == {"tls"}
+    assert {c.tls["server_hello"]["version"] for c in connections} == {"TLS 1.2", "TLS 1.3"}
+    randoms = {line.split()[1] for line in (CAPTURES / truth["keylog"]).read_text().splitlines()
+               if line.split()[:1] in (["CLIENT_RANDOM"], ["CLIENT_TRAFFIC_SECRET_0"])}
+    assert len(randoms) >= len(connections)
+    assert len(truth["broker_requests"]) >= 20

@@ -77,12 +77,12 @@ class GoClients:
             raise RuntimeError(f"go build failed:\n{res.stdout}{res.stderr}")
         return self
 
-    def run(self, *args: str, timeout: float = 120.0) -> ClientRun:
-        """Run ``kclients -wire <log> <args>``; raises ``RuntimeError`` (with its output)
-        when it exits non-zero."""
+    def run(self, *args: str, timeout: float = 120.0, flags: list[str] = ()) -> ClientRun:
+        """Run ``kclients -wire <log> <flags> <args>`` (flags: ``-tls-ca`` ...); raises
+        ``RuntimeError`` (with its output) when it exits non-zero."""
         self.runs += 1
         wire = self.work_dir / f"wire-{self.runs}-{args[0]}.jsonl"
-        res = subprocess.run([str(self.binary), "-wire", str(wire), *args],
+        res = subprocess.run([str(self.binary), "-wire", str(wire), *flags, *args],
                              capture_output=True, text=True, timeout=timeout)
         if res.returncode != 0:
             raise RuntimeError(f"kclients {' '.join(args)} exited {res.returncode}:\n"

@@ -244,7 +244,8 @@ class KafkaBroker:
     Attributes:
         port: the PLAINTEXT listener (clients); ``sasl_port``: the SASL_PLAINTEXT listener
             (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 with users in :data:`SASL_USERS`, and
-            unsecured OAUTHBEARER);
+            unsecured OAUTHBEARER); ``ssl_port`` and ``sasl_ssl_port``: the SSL and SASL_SSL
+            listeners (PLAIN and SCRAM), whose certificate ``tls.ca`` signed;
             ``controller_port``: the CONTROLLER listener.
         request_log, server_log: the two log files.
     """
@@ -261,6 +262,11 @@ class KafkaBroker:
         self.cluster_id = cluster_id or random_cluster_id()
         self.port = port or free_port()
         self.sasl_port = free_port()
+        self.ssl_port = free_port()
+        self.sasl_ssl_port = free_port()
+        from tests.support.tls_certs import make_certificates
+
+        self.tls = make_certificates(self.work_dir / "tls")
         self.controller_port = controller_port or free_port()
         self.request_log = self.work_dir / "kafka-request.log"
         self.server_log = self.work_dir / "server.log"
@@ -285,15 +291,34 @@ class KafkaBroker:
                                                      for n, port in self.voters.items())}),
             "listeners": f"PLAINTEXT://127.0.0.1:{self.port},"
                          f"SASL_PLAINTEXT://127.0.0.1:{self.sasl_port},"
+                         f"SSL://127.0.0.1:{self.ssl_port},"
+                         f"SASL_SSL://127.0.0.1:{self.sasl_ssl_port},"
                          f"CONTROLLER://127.0.0.1:{self.controller_port}",
             "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.port},"
                                     f"SASL_PLAINTEXT://127.0.0.1:{self.sasl_port},"
+                                    f"SSL://127.0.0.1:{self.ssl_port},"
+                                    f"SASL_SSL://127.0.0.1:{self.sasl_ssl_port},"
                                     f"CONTROLLER://127.0.0.1:{self.controller_port}",
             "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,"
-                                              "SASL_PLAINTEXT:SASL_PLAINTEXT",
-            # SASL_PLAINTEXT: PLAIN users in the JAAS configuration, SCRAM credentials
-            # written at format time (SASL_USERS)
+                                              "SASL_PLAINTEXT:SASL_PLAINTEXT,SSL:SSL,"
+                                              "SASL_SSL:SASL_SSL",
+            # SSL and SASL_SSL: the server certificate of tests/support/tls_certs.py as a PEM
+            # keystore; TLS 1.2 and 1.3 (Kafka's defaults), no client certificates
+            "ssl.keystore.type": "PEM",
+            "ssl.keystore.location": str(self.tls.keystore),
+            "ssl.enabled.protocols": "TLSv1.2,TLSv1.3",
+            # SASL_PLAINTEXT and SASL_SSL: PLAIN users in the JAAS configuration, SCRAM
+            # credentials written at format time (SASL_USERS)
             "sasl.enabled.mechanisms": ",".join([*SASL_USERS, "OAUTHBEARER"]),
+            "listener.name.sasl_ssl.sasl.enabled.mechanisms": ",".join(SASL_USERS),
+            **{f"listener.name.{listener}.plain.sasl.jaas.config":
+               "org.apache.kafka.common.security.plain.PlainLoginModule required "
+               f'user_{SASL_USERS["PLAIN"][0]}="{SASL_USERS["PLAIN"][1]}";'
+               for listener in ("sasl_plaintext", "sasl_ssl")},
+            **{f"listener.name.{listener}.{mech.lower()}.sasl.jaas.config":
+               "org.apache.kafka.common.security.scram.ScramLoginModule required;"
+               for mech in SASL_USERS if mech.startswith("SCRAM")
+               for listener in ("sasl_plaintext", "sasl_ssl")},
             # unsecured OAUTHBEARER (KIP-255): tokens are unsigned JWTs, checked by Kafka's
             # unsecured validator (the default server callback of this login module)
             "listener.name.sasl_plaintext.oauthbearer.sasl.jaas.config":
@@ -302,12 +327,6 @@ class KafkaBroker:
             "listener.name.sasl_plaintext.oauthbearer.sasl.server.callback.handler.class":
                 "org.apache.kafka.common.security.oauthbearer.internals.unsecured."
                 "OAuthBearerUnsecuredValidatorCallbackHandler",
-            "listener.name.sasl_plaintext.plain.sasl.jaas.config":
-                "org.apache.kafka.common.security.plain.PlainLoginModule required "
-                f'user_{SASL_USERS["PLAIN"][0]}="{SASL_USERS["PLAIN"][1]}";',
-            **{f"listener.name.sasl_plaintext.{mech.lower()}.sasl.jaas.config":
-               "org.apache.kafka.common.security.scram.ScramLoginModule required;"
-               for mech in SASL_USERS if mech.startswith("SCRAM")},
             "controller.listener.names": "CONTROLLER",
             "inter.broker.listener.name": "PLAINTEXT",
             "log.dirs": str(self.work_dir / "data"),

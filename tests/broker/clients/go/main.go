@@ -3,6 +3,9 @@
 // their offsets, records consumed, each admin operation's Kafka error code) and, with
 // -wire FILE, every request header the client wrote (wire.go).
 //
+// TLS (the SSL listener): -tls-ca CA.pem [-keylog FILE] [-tls-max 1.2|1.3]
+// [-tls-ciphers NAMES].
+//
 //	kclients [-wire FILE] franz-produce  BOOTSTRAP TOPIC TAG N SPEC...  (SPEC codec:acks:plain|idempotent|txn)
 //	kclients [-wire FILE] franz-consume  BOOTSTRAP TOPIC CLIENT_ID GROUP classic|consumer N
 //	kclients [-wire FILE] franz-share    BOOTSTRAP TOPIC CLIENT_ID GROUP N
@@ -13,6 +16,8 @@
 package main
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -102,11 +107,53 @@ func specs(tag string, args []string) [][4]string {
 	return out
 }
 
+// tlsConfig is the TLS configuration of the -tls-* flags, nil without -tls-ca. The key log
+// is Go's tls.Config.KeyLogWriter (NSS format: CLIENT_RANDOM for TLS 1.2, the
+// *_TRAFFIC_SECRET_* labels for TLS 1.3).
+func tlsConfig(ca, keylog, max, ciphers string) *tls.Config {
+	if ca == "" {
+		return nil
+	}
+	pem, err := os.ReadFile(ca)
+	fail(err)
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		fail(fmt.Errorf("no certificate in %s", ca))
+	}
+	cfg := &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12, MaxVersion: tls.VersionTLS13}
+	if max == "1.2" {
+		cfg.MaxVersion = tls.VersionTLS12
+	}
+	if keylog != "" {
+		f, err := os.OpenFile(keylog, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+		fail(err)
+		cfg.KeyLogWriter = f
+	}
+	if ciphers != "" {
+		byName := map[string]uint16{}
+		for _, c := range append(tls.CipherSuites(), tls.InsecureCipherSuites()...) {
+			byName[c.Name] = c.ID
+		}
+		for _, name := range strings.Split(ciphers, ",") {
+			id, ok := byName[name]
+			if !ok {
+				fail(fmt.Errorf("unknown cipher suite %s", name))
+			}
+			cfg.CipherSuites = append(cfg.CipherSuites, id)
+		}
+	}
+	return cfg
+}
+
 func main() {
 	wire := flag.String("wire", "", "log every request header the client writes to this file")
+	tlsCA := flag.String("tls-ca", "", "connect with TLS, trusting this CA certificate (PEM)")
+	keylog := flag.String("keylog", "", "append the TLS session secrets (NSS key log) to this file")
+	tlsMax := flag.String("tls-max", "1.3", "the highest TLS version: 1.2 or 1.3")
+	ciphers := flag.String("tls-ciphers", "", "TLS 1.2 cipher suites (Go names, comma-separated)")
 	flag.Parse()
 	a := flag.Args()
-	w := openWireLog(*wire)
+	w := openWireLog(*wire, tlsConfig(*tlsCA, *keylog, *tlsMax, *ciphers))
 	switch a[0] {
 	case "franz-produce":
 		for _, s := range specs(a[3], a[5:]) {

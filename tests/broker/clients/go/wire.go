@@ -7,6 +7,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"encoding/json"
 	"net"
@@ -23,23 +24,33 @@ type wireRequest struct {
 	Size          int32   `json:"size"`
 }
 
+// wireLog is the dialer of every client: TCP, TLS when tls is set (the header log then
+// sees the plaintext the client writes into TLS), the header log when out is set.
 type wireLog struct {
 	mu  sync.Mutex
 	out *os.File
+	tls *tls.Config
 }
 
-func openWireLog(path string) *wireLog {
-	if path == "" {
+func openWireLog(path string, tlsConfig *tls.Config) *wireLog {
+	if path == "" && tlsConfig == nil {
 		return nil
 	}
-	f, err := os.Create(path)
-	if err != nil {
-		panic(err)
+	w := &wireLog{tls: tlsConfig}
+	if path != "" {
+		f, err := os.Create(path)
+		if err != nil {
+			panic(err)
+		}
+		w.out = f
 	}
-	return &wireLog{out: f}
+	return w
 }
 
 func (w *wireLog) log(r wireRequest) {
+	if w.out == nil {
+		return
+	}
 	b, _ := json.Marshal(r)
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -116,6 +127,16 @@ func (w *wireLog) dialContext(ctx context.Context, network, host string) (net.Co
 	conn, err := d.DialContext(ctx, network, host)
 	if err != nil {
 		return nil, err
+	}
+	if w.tls != nil {
+		cfg := w.tls.Clone()
+		cfg.ServerName, _, _ = net.SplitHostPort(host)
+		tc := tls.Client(conn, cfg)
+		if err := tc.HandshakeContext(ctx); err != nil {
+			conn.Close()
+			return nil, err
+		}
+		return w.wrap(tc), nil
 	}
 	return w.wrap(conn), nil
 }

@@ -1,0 +1,104 @@
+"""TLS on the real broker: Python (kafka-python, aiokafka) and Go (franz-go) producers on the
+SSL and SASL_SSL listeners, TLS 1.2 with AES-GCM, AES-CBC and ChaCha20-Poly1305 and TLS 1.3,
+each client writing an NSS key log (Python's ``SSLContext.keylog_filename``, Go's
+``tls.Config.KeyLogWriter``). This is the traffic kafkasniff must decrypt (the TLS issue);
+here it checks what holds today and that the material is right:
+
+* kafkasniff finds every connection, names it TLS with its version, and decodes nothing
+  inside (it has no keys yet): no byte counted as Kafka, none lost;
+* the key log holds the secrets of every connection's client random;
+* Wireshark (tshark) decrypting the same capture with the same key log finds exactly the
+  requests the broker logged on those connections, so the key log and the capture match.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import uuid
+
+import pytest
+
+from kafkasniff.model import ConnectionKind
+from tests.broker.common import capture_scenario, client_port
+from tests.broker.scenarios import TLS_RUNS, tls_scenario
+from tests.live.helpers import capture_permission
+
+pytestmark = [pytest.mark.skipif(capture_permission() is not None,
+                                 reason=capture_permission() or "")]
+
+N = 3
+
+
+@pytest.fixture(scope="module")
+def tls_capture(kafka_broker, go_clients, tmp_path_factory):
+    broker = kafka_broker
+    tag = "tls-" + uuid.uuid4().hex[:6]
+    topic = f"{tag}-topic"
+    broker.create_topic(topic, partitions=2)
+    work = tmp_path_factory.mktemp("tls")
+    keylog = work / "keys.log"
+    cap, runs = capture_scenario(
+        broker, [broker.ssl_port, broker.sasl_ssl_port], work / "tls.pcap",
+        lambda: tls_scenario(go_clients, broker, topic, tag, keylog, N))
+    return broker, keylog, runs, cap
+
+
+def _client_randoms(keylog) -> set[str]:
+    out = set()
+    for line in keylog.read_text().splitlines():
+        parts = line.split()
+        if len(parts) == 3 and parts[0] in ("CLIENT_RANDOM", "CLIENT_TRAFFIC_SECRET_0"):
+            out.add(parts[1].lower())
+    return out
+
+
+def test_every_client_produced(tls_capture):
+    _, _, runs, _ = tls_capture
+    assert set(runs) == set(TLS_RUNS)
+    for run in runs.values():
+        assert len(run.events("produced")) == N
+
+
+def test_every_connection_is_tls_and_nothing_is_lost(tls_capture):
+    _, _, _, cap = tls_capture
+    assert cap.connections
+    kinds = {s.kind for s in cap.connections.values()}
+    assert kinds == {ConnectionKind.TLS}
+    assert not cap.exchanges            # no keys given: nothing decoded inside
+    versions = {s.tls["server_hello"]["version"] for s in cap.connections.values()
+                if s.tls and s.tls.get("server_hello")}
+    assert versions == {"TLS 1.2", "TLS 1.3"}
+
+
+def test_the_key_log_covers_every_connection(tls_capture):
+    """One ClientHello per connection, one client random per ClientHello in the key log
+    (TLS 1.2: CLIENT_RANDOM; TLS 1.3: CLIENT_TRAFFIC_SECRET_0 and the others)."""
+    _, keylog, _, cap = tls_capture
+    randoms = _client_randoms(keylog)
+    hellos = [s for s in cap.connections.values() if s.tls and s.tls.get("client_hello")]
+    assert hellos and len(randoms) >= len(hellos)
+
+
+@pytest.mark.skipif(shutil.which("tshark") is None, reason="tshark not installed")
+def test_tshark_decrypts_exactly_the_requests_the_broker_logged(tls_capture):
+    broker, keylog, _, cap = tls_capture
+    args = ["tshark", "-r", str(cap.pcap), "-o", f"tls.keylog_file:{keylog}", "-n"]
+    for port in (broker.ssl_port, broker.sasl_ssl_port):
+        args += ["-d", f"tcp.port=={port},tls", "-d", f"tls.port=={port},kafka"]
+    args += ["-Y", "kafka and (tcp.dstport == %d or tcp.dstport == %d)"
+             % (broker.ssl_port, broker.sasl_ssl_port),
+             "-T", "fields", "-e", "tcp.srcport", "-e", "kafka.request_key",
+             "-e", "kafka.correlation_id", "-E", "occurrence=a", "-E", "aggregator=,"]
+    out = subprocess.run(args, capture_output=True, text=True, timeout=120, check=True).stdout
+    found = set()
+    for line in out.splitlines():
+        port, keys, corrs = line.split("\t")
+        for key, corr in zip(keys.split(","), corrs.split(",")):
+            found.add((int(port), int(key), int(corr)))
+    logged = {(r.client_port, r.api_key, r.correlation_id) for r in cap.logged}
+    assert logged and logged <= found
+    # the authenticator's SASL requests and ApiVersions are not in the request log
+    extra = {(p, k, c) for p, k, c in found - logged if k not in (17, 18, 36)}
+    assert not extra
+    assert {client_port(c) for c in cap.connections} >= {p for p, _, _ in found}
