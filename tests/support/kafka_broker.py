@@ -346,6 +346,12 @@ class KafkaBroker:
             "share.coordinator.state.topic.min.isr": "1",
             "share.coordinator.state.topic.num.partitions": "3",
             "group.initial.rebalance.delay.ms": "0",
+            # KIP-848 and share-group members heartbeat every second (default 5 s): a test
+            # sees a rebalance complete in a few seconds
+            "group.consumer.min.heartbeat.interval.ms": "1000",
+            "group.consumer.heartbeat.interval.ms": "1000",
+            "group.share.min.heartbeat.interval.ms": "1000",
+            "group.share.heartbeat.interval.ms": "1000",
             # ACLs (CreateAcls, DescribeAcls, DeleteAcls) need an authorizer. ANONYMOUS (the
             # PLAINTEXT and CONTROLLER listeners) is a super user, and a resource without
             # ACLs stays open to everyone, so only the tests' own ACLs restrict anything.

@@ -9,6 +9,7 @@
 //   paced     BOOTSTRAP TOPIC CLIENT_ID STOP_FILE INTERVAL_MS PARTITIONS
 //   big       BOOTSTRAP TOPIC CLIENT_ID RECORD_BYTES BATCH_BYTES
 //   idle      BOOTSTRAP TOPIC CLIENT_ID GROUP SECONDS
+//   members   BOOTSTRAP TOPIC GROUP classic|consumer|share PREFIX STEP_MS
 //   consume   BOOTSTRAP TOPIC CLIENT_ID GROUP classic|consumer N
 //   share     BOOTSTRAP TOPIC CLIENT_ID GROUP N
 //   admin     BOOTSTRAP TAG CLIENT_ID
@@ -246,6 +247,99 @@ public final class KafkaClients {
         }
     }
 
+    /** Group membership changes: member PREFIX-a joins GROUP (protocol classic, consumer or
+     *  share) on TOPIC, PREFIX-b joins STEP_MS later, a leaves STEP_MS after that, b leaves
+     *  STEP_MS after that. Every assignment a member's rebalance listener sees is printed
+     *  (share groups have no listener: their assignments are the broker's alone). */
+    static void members(String[] a) throws Exception {
+        String bootstrap = a[1], topic = a[2], group = a[3], protocol = a[4], prefix = a[5];
+        long step = Long.parseLong(a[6]);
+        java.util.concurrent.atomic.AtomicBoolean[] stop = {
+            new java.util.concurrent.atomic.AtomicBoolean(),
+            new java.util.concurrent.atomic.AtomicBoolean()};
+        Thread[] threads = new Thread[2];
+        for (int m = 0; m < 2; m++) {
+            String clientId = prefix + "-" + (m == 0 ? "a" : "b");
+            java.util.concurrent.atomic.AtomicBoolean done = stop[m];
+            threads[m] = new Thread(() -> {
+                try {
+                    member(bootstrap, topic, group, protocol, clientId, done);
+                } catch (Exception e) {
+                    throw new RuntimeException(e);
+                }
+            });
+        }
+        threads[0].start();
+        Thread.sleep(step);
+        threads[1].start();
+        Thread.sleep(step);
+        stop[0].set(true);
+        threads[0].join();
+        Thread.sleep(step);
+        stop[1].set(true);
+        threads[1].join();
+    }
+
+    static void member(String bootstrap, String topic, String group, String protocol,
+                       String clientId, java.util.concurrent.atomic.AtomicBoolean stop)
+            throws Exception {
+        Properties p = base(bootstrap, clientId);
+        p.put(ConsumerConfig.GROUP_ID_CONFIG, group);
+        if (protocol.equals("share")) {
+            try (KafkaShareConsumer<String, String> c =
+                     new KafkaShareConsumer<>(p, new StringDeserializer(), new StringDeserializer())) {
+                c.subscribe(List.of(topic));
+                while (!stop.get()) {
+                    c.poll(Duration.ofMillis(100));
+                }
+            }
+            emit(line("event", "left", "client_id", clientId));
+            return;
+        }
+        p.put(ConsumerConfig.GROUP_PROTOCOL_CONFIG, protocol);
+        p.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
+        if (protocol.equals("classic")) {
+            p.put(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG, "500");
+        }
+        try (KafkaConsumer<String, String> c =
+                 new KafkaConsumer<>(p, new StringDeserializer(), new StringDeserializer())) {
+            c.subscribe(List.of(topic), new org.apache.kafka.clients.consumer.ConsumerRebalanceListener() {
+                public void onPartitionsAssigned(Collection<TopicPartition> parts) {
+                    report("assigned", parts);
+                }
+                public void onPartitionsRevoked(Collection<TopicPartition> parts) {
+                    report("revoked", parts);
+                }
+                void report(String what, Collection<TopicPartition> parts) {
+                    List<Integer> ids = new ArrayList<>();
+                    for (TopicPartition tp : parts) {
+                        ids.add(tp.partition());
+                    }
+                    Collections.sort(ids);
+                    try {
+                        emit(line("event", what, "client_id", clientId, "partitions", ids,
+                                  "assignment", sorted(c.assignment())));
+                    } catch (Exception e) {
+                        throw new RuntimeException(e);
+                    }
+                }
+            });
+            while (!stop.get()) {
+                c.poll(Duration.ofMillis(100));
+            }
+        }
+        emit(line("event", "left", "client_id", clientId));
+    }
+
+    private static List<Integer> sorted(Set<TopicPartition> parts) {
+        List<Integer> ids = new ArrayList<>();
+        for (TopicPartition tp : parts) {
+            ids.add(tp.partition());
+        }
+        Collections.sort(ids);
+        return ids;
+    }
+
     // ------------------------------------------------------------------ consume
 
     static void consume(String[] a) throws Exception {
@@ -390,6 +484,7 @@ public final class KafkaClients {
             case "produce": produce(args); break;
             case "paced": paced(args); break;
             case "big": big(args); break;
+            case "members": members(args); break;
             case "idle": idle(args); break;
             case "consume": consume(args); break;
             case "share": share(args); break;
