@@ -1,6 +1,7 @@
-"""Real throttling: client quotas on a real Kafka 4.3.1 broker (``producer_byte_rate`` and
-``consumer_byte_rate`` for two client ids, set with Kafka's own ``kafka-configs`` tool, which
-sends AlterClientQuotas) slow a librdkafka producer and consumer down, under tcpdump.
+"""Real throttling: client quotas on a real Kafka 4.3.1 broker (``producer_byte_rate``,
+``consumer_byte_rate`` and ``request_percentage`` for three client ids, set with Kafka's own
+``kafka-configs`` tool, which sends AlterClientQuotas) slow a librdkafka producer, consumer
+and admin client down, under tcpdump.
 
 What it proves: the AlterClientQuotas exchanges decode and pair; every Produce and Fetch of the
 throttled clients carries the broker's throttle time (``throttle_time_ms`` equal to the
@@ -28,14 +29,16 @@ pytestmark = [pytest.mark.skipif(capture_permission() is not None,
 
 RATE = 4096             # bytes per second, both quotas
 RECORDS, SIZE = 12, 1024
+REQUEST_PERCENTAGE = 0.1   # of one request handler thread's time, per quota window
+METADATA_REQUESTS = 4
 
 
 
-def _set_quota(broker, client_id: str, quota: str) -> None:
+def _set_quota(broker, client_id: str, quota: str, value: float = RATE) -> None:
     """``kafka-configs --alter --entity-type clients`` (kafka.admin.ConfigCommand)."""
     cmd = broker.java("kafka.admin.ConfigCommand", "--bootstrap-server",
                        broker.bootstrap_servers, "--alter", "--add-config",
-                       f"{quota}={RATE}", "--entity-type", "clients", "--entity-name",
+                       f"{quota}={value}", "--entity-type", "clients", "--entity-name",
                        client_id, heap="256m")
     res = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
     assert res.returncode == 0, res.stdout + res.stderr
@@ -46,7 +49,15 @@ def _throttled_clients(broker, topic: str, tag: str) -> None:
 
     _set_quota(broker, f"{tag}-producer", "producer_byte_rate")
     _set_quota(broker, f"{tag}-consumer", "consumer_byte_rate")
+    _set_quota(broker, f"{tag}-requests", "request_percentage", REQUEST_PERCENTAGE)
     time.sleep(0.5)     # quotas reach the broker through the metadata log
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers,
+                         "client.id": f"{tag}-requests"})
+    for _ in range(METADATA_REQUESTS):
+        admin.list_topics(topic, timeout=30)
+    del admin
     p = Producer({"bootstrap.servers": broker.bootstrap_servers, "linger.ms": 0,
                   "client.id": f"{tag}-producer", "batch.num.messages": 1})
     for i in range(RECORDS):
@@ -86,14 +97,29 @@ def test_alter_client_quotas_is_decoded(throttled):
     tag, cap = throttled
     exchanges = cap.exchanges
     alters = [ex for ex in exchanges if ex.api_name == "AlterClientQuotas"]
-    assert len(alters) == 2 and all(ex.status == ExchangeStatus.PAIRED and not ex.errors
+    assert len(alters) == 3 and all(ex.status == ExchangeStatus.PAIRED and not ex.errors
                                     for ex in alters)
     entities = sorted(e["entity"][0]["entity_name"] for ex in alters
                       for e in ex.request.body["entries"])
-    assert entities == [f"{tag}-consumer", f"{tag}-producer"]
+    assert entities == [f"{tag}-consumer", f"{tag}-producer", f"{tag}-requests"]
     ops = {op["key"]: op["value"] for ex in alters for e in ex.request.body["entries"]
            for op in e["ops"]}
-    assert ops == {"producer_byte_rate": RATE, "consumer_byte_rate": RATE}
+    assert ops == {"producer_byte_rate": RATE, "consumer_byte_rate": RATE,
+                   "request_percentage": REQUEST_PERCENTAGE}
+
+
+def test_request_percentage_throttles_metadata(throttled):
+    """A request-time quota (request_percentage) throttles every API, here Metadata: the
+    throttled answers carry the broker's throttle time."""
+    tag, cap = throttled
+    by_key = {(client_port(ex.client), ex.correlation_id): ex for ex in cap.exchanges}
+    throttles = []
+    for r in cap.logged:
+        if r.client_id == f"{tag}-requests" and r.api_key == 3:
+            ex = by_key[(r.client_port, r.correlation_id)]
+            assert ex.throttle_time_ms == int(r.throttle_time_ms)
+            throttles.append(ex.throttle_time_ms)
+    assert len(throttles) >= METADATA_REQUESTS and max(throttles) > 0
 
 
 def test_throttle_times_are_the_brokers(throttled):
