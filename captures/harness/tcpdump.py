@@ -84,7 +84,18 @@ class Tcpdump:
         """SIGINT tcpdump and return its statistics (``captured``, ``received_by_filter``,
         ``dropped_by_kernel``: packet counts); SystemExit when packets were dropped or lost."""
         assert self.proc is not None
-        time.sleep(0.2)  # -U writes per packet; let the last ones through the ring
+        # -U writes per packet: let the last ones through the ring, until the file stops
+        # growing (a loaded machine delivers the ring's last block late; seen losing the
+        # last packets of a 1 MB transfer at SIGINT)
+        time.sleep(0.2)
+        size, stable_since, deadline = -1, time.monotonic(), time.monotonic() + 5
+        while time.monotonic() < deadline:
+            now = self.path.stat().st_size if self.path.exists() else 0
+            if now != size:
+                size, stable_since = now, time.monotonic()
+            elif time.monotonic() - stable_since >= 0.3:
+                break
+            time.sleep(0.05)
         self.stopped_ts_ns = now_ns()
         self.proc.send_signal(signal.SIGINT)
         try:
