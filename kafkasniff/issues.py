@@ -60,6 +60,7 @@ class IssueKind(StrEnum):
     UNKNOWN_CODEC = "unknown_codec"
     # encrypted traffic on a Kafka port: reported, not decoded
     TLS_CONNECTION = "tls_connection"
+    TLS_UNDECRYPTED = "tls_undecrypted"              # with a key log: what was not decrypted
     # pairing
     UNANSWERED_REQUEST = "unanswered_request"
     ORPHAN_RESPONSE = "orphan_response"

@@ -41,14 +41,15 @@ from kafkasniff.protocol.framing import DEFAULT_MAX_FRAME_BYTES
 from kafkasniff.protocol.schema import Definitions, load_definitions
 from kafkasniff.tcp.reassembly import TcpReassembler
 from kafkasniff.tcp.types import StreamClosed, StreamData, StreamGap, TcpConnection
-from kafkasniff.tls.connection import TlsConnection
+from kafkasniff.tls.connection import TlsConnection, client_hello_direction
+from kafkasniff.tls.decrypt import AppData
 
 EXPIRE_EVERY_NS = 1_000_000_000  # look for idle connections once per second of capture time
 
 #: keys of :attr:`PipelineStats.bytes` for bytes understood: the headers of the capture file,
 #: its records and blocks; link/IP/TCP headers (and link padding); Kafka frames (size prefix
 #: included, as far as captured before a gap)
-DECODED_BYTES = ("capture_format", "packet_headers", "kafka_frames")
+DECODED_BYTES = ("capture_format", "packet_headers", "kafka_frames", "tls_decrypted")
 #: keys of :attr:`PipelineStats.bytes` for bytes skipped, each its own reason: packets that
 #: are not TCP (by the reasons of ``skipped``), TCP payload already seen (retransmissions) or
 #: after a connection ended, TCP connections that carry no Kafka, TLS connections, bytes
@@ -87,6 +88,9 @@ class PipelineOptions:
         budgets: decompressed bytes, decoded records, issues and pending-request bytes per
             frame and per capture (:class:`kafkasniff.content.budgets.Budgets`, documented
             defaults); what was spent and skipped is in :attr:`PipelineStats.budgets`.
+        tls_keylog: NSS key log files: TLS connections whose secrets they hold are decrypted
+            and their Kafka decoded like plaintext (:mod:`kafkasniff.tls.decrypt`); the files
+            are read again for new lines as connections need keys.
     """
 
     ports: frozenset[int] = DEFAULT_PORTS
@@ -104,6 +108,7 @@ class PipelineOptions:
     meta_records: bool = False
     first_conn_id: int = 0
     budgets: Budgets = field(default_factory=Budgets)
+    tls_keylog: tuple[str, ...] = ()
 
 
 @dataclass(slots=True)
@@ -220,6 +225,11 @@ class Pipeline:
         self._issue_budget = o.budgets.limit("capture_issues")
         self.classifier = Classifier(self.defs, self.ctx.request_validator(), ports=o.ports,
                                      detect=o.detect, wire_format=o.wire_format)
+        self.keylog = None
+        if o.tls_keylog:
+            from kafkasniff.tls.keylog import KeyLog
+
+            self.keylog = KeyLog(list(o.tls_keylog))
         self._reassembler = TcpReassembler(max_ooo_bytes=o.max_ooo_bytes,
                                            max_connections=o.max_connections,
                                            idle_timeout_ns=o.idle_timeout_s * 10**9,
@@ -413,9 +423,19 @@ class Pipeline:
         if kind is ConnectionKind.TLS:
             tls = TlsConnection(conn, verdict.client_dir, (bytes(first.data[0]),
                                                            bytes(first.data[1])))
-            st.bytes["tls"] += sum(len(e.data) for e in state.events if type(e) is StreamData)
             self.connections[conn.conn_id] = tls
             st.tls_connections += 1
+            if self.keylog is not None:
+                client_dir = verdict.client_dir if verdict.client_dir >= 0 else \
+                    client_hello_direction(first.data)
+                if client_dir >= 0:
+                    tls.decrypt_with(self.keylog, KafkaConnection(
+                        self.ctx, conn, client_dir, mid_stream=not conn.handshake_seen))
+                    out: list = []
+                    for e in state.events:
+                        out.extend(self._to_tls(tls, e))
+                    return out
+            st.bytes["tls"] += sum(len(e.data) for e in state.events if type(e) is StreamData)
             if verdict.client_dir < 0:
                 st.other_connections += 1
             return self._to_tls(tls, ev) if t is StreamClosed else []
@@ -490,6 +510,8 @@ class Pipeline:
         return []
 
     def _to_tls(self, tls: TlsConnection, ev) -> list:
+        if tls.kafka is not None:
+            return self._to_tls_decrypted(tls, ev)
         t = type(ev)
         if t is StreamData:
             tls.on_data(ev.direction, ev.offset, ev.data)
@@ -503,6 +525,49 @@ class Pipeline:
         if self.options.meta_records:
             out.append(self._summary(conn, ConnectionKind.TLS, max(tls.client_dir, 0),
                                      tls=tls.info))
+        return out
+
+    def _to_tls_decrypted(self, tls: TlsConnection, ev) -> list:
+        """A TLS connection with a key log: records decrypted, the Kafka inside decoded by
+        the connection's inner :class:`KafkaConnection` (plaintext offsets, the capture time
+        of the packet that completed each record). The byte ledger counts capture bytes: the
+        TLS records decrypted (``tls_decrypted``) and not (``tls``); the inner framing works
+        on plaintext and stays out of it."""
+        t = type(ev)
+        kafka = tls.kafka
+        out: list = []
+        if t is StreamData:
+            tls.on_data(ev.direction, ev.offset, ev.data)
+            results = tls.decryptor.feed(tls.side(ev.direction), ev.data, ev.ts_ns)
+        elif t is StreamGap:
+            results = tls.decryptor.on_gap(tls.side(ev.direction), ev.length, ev.ts_ns)
+        else:
+            results = tls.decryptor.finish()
+        for r in results:
+            if type(r) is AppData:
+                out.extend(kafka.on_data(tls.stream_direction(r.direction), r.offset, r.data,
+                                         r.ts_ns))
+            else:
+                out.append(kafka.issue(
+                    IssueKind.TLS_UNDECRYPTED, f"TLS: {r.message}",
+                    severity=Severity.INFO if r.kind == "alert" else Severity.WARNING,
+                    ts_ns=r.ts_ns, direction=tls.stream_direction(r.direction)
+                    if r.direction >= 0 else -1))
+        if t is not StreamClosed:
+            return out
+        out.extend(kafka.on_close(ev.ts_ns, ev.reason))
+        conn = tls.tcp
+        self._close(conn)
+        dec = tls.decryptor
+        b = self.stats.bytes
+        b["tls_decrypted"] += sum(dec.decrypted_bytes)
+        b["tls"] += sum(dec.undecrypted_bytes)
+        tls.on_close()      # the hellos, for the summary
+        if self.options.meta_records:
+            sasl = kafka.sasl
+            out.append(self._summary(conn, ConnectionKind.KAFKA, kafka.client_dir, kafka,
+                                     tls=tls.info | dec.info(),
+                                     sasl=sasl.to_json() if sasl is not None else None))
         return out
 
     @staticmethod

@@ -23,6 +23,7 @@ class InputOptions:
     show_secrets: bool = False
     wire_format: str = "auto"
     budgets: object = None      # kafkasniff.content.budgets.Budgets; None: the defaults
+    tls_keylog: tuple[str, ...] = ()
 
     def pipeline_options(self, **extra):
         """The :class:`~kafkasniff.pipeline.PipelineOptions` of these inputs; ``extra`` sets
@@ -34,6 +35,7 @@ class InputOptions:
                                definitions_dir=self.definitions,
                                max_uncompressed_bytes=self.max_uncompressed_bytes,
                                show_secrets=self.show_secrets, wire_format=self.wire_format,
+                               tls_keylog=tuple(self.tls_keylog),
                                **({"budgets": self.budgets} if self.budgets else {}), **extra)
 
 
@@ -56,6 +58,20 @@ budget_option = click.option(
          "frame_uncompressed_bytes, capture_uncompressed_bytes, capture_uncompressed_ratio, "
          "frame_records, capture_records, frame_issues, capture_issues, pending_bytes "
          "(docs/budgets.md).")
+
+
+def _store_keylogs(ctx: click.Context, _param, paths: tuple[str, ...]):
+    if paths:
+        ctx.meta["kafkasniff.tls_keylog"] = tuple(paths)
+    return paths
+
+
+tls_keylog_option = click.option(
+    "--tls-keylog", "tls_keylog", multiple=True, metavar="FILE", expose_value=False,
+    type=click.Path(dir_okay=False), callback=_store_keylogs,
+    help="NSS key log of TLS session secrets (repeatable; the format of Wireshark's "
+         "tls.keylog_file, SSLKEYLOGFILE): decrypt TLS connections and decode the Kafka "
+         "inside (docs/tls.md).")
 
 
 def input_options(func):
@@ -87,6 +103,7 @@ def input_options(func):
                      help="Show SASL passwords, SCRAM proofs, OAuth and GSSAPI tokens and "
                           "delegation-token HMACs instead of redacting them."),
         budget_option,
+        tls_keylog_option,
     ]
     for o in reversed(opts):
         func = o(func)
@@ -105,8 +122,9 @@ def parse_inputs(files, read_files, ports, detect, max_frame_bytes, definitions,
         raise click.UsageError("stdin ('-') can be read only once")
     ctx = click.get_current_context(silent=True)
     budgets = ctx.meta.get("kafkasniff.budgets") if ctx is not None else None
+    keylogs = ctx.meta.get("kafkasniff.tls_keylog", ()) if ctx is not None else ()
     return InputOptions(sources, tuple(ports), detect, max_frame_bytes, definitions,
-                        max_uncompressed_bytes, show_secrets, wire_format, budgets)
+                        max_uncompressed_bytes, show_secrets, wire_format, budgets, keylogs)
 
 
 class Progress:

@@ -1,10 +1,11 @@
-"""A TLS connection as the pipeline sees it: its hellos, reported when it closes.
+"""A TLS connection as the pipeline sees it: its hellos, and, with a key log, its decryption.
 
-Nothing inside a TLS connection is decrypted yet: :class:`TlsConnection` keeps the first
-bytes of each direction (at most :data:`HELLO_BYTES`) until they hold the ClientHello and
-ServerHello (:func:`~kafkasniff.tls.hello.parse_hello`), and when the connection ends, a
-connection on a broker port is reported as a ``tls_connection`` issue naming the versions,
-SNI and ALPN the hellos show.
+:class:`TlsConnection` keeps the first bytes of each direction (at most :data:`HELLO_BYTES`)
+until they hold the ClientHello and ServerHello (:func:`~kafkasniff.tls.hello.parse_hello`).
+Without keys, when the connection ends, a connection on a broker port is reported as a
+``tls_connection`` issue naming the versions, SNI and ALPN the hellos show. With a key log
+(:meth:`TlsConnection.decrypt_with`) the pipeline feeds its bytes to a
+:class:`~kafkasniff.tls.decrypt.TlsDecryptor` and the plaintext to an inner Kafka connection.
 """
 
 from __future__ import annotations
@@ -16,6 +17,16 @@ from kafkasniff.tls.hello import parse_hello
 
 #: first bytes of each direction kept to read the hellos
 HELLO_BYTES = 16 * 1024
+
+
+def client_hello_direction(first: tuple[bytes, bytes] | list) -> int:
+    """The direction (0/1) whose first bytes are a TLS handshake record holding a
+    ClientHello (handshake type 1), -1 when neither is (TLS joined mid-stream)."""
+    for d in (0, 1):
+        b = first[d]
+        if len(b) >= 6 and b[0] == 22 and b[1] == 3 and b[5] == 1:
+            return d
+    return -1
 
 
 class TlsConnection:
@@ -32,13 +43,35 @@ class TlsConnection:
             not parse) once the connection closed on a broker port, else ``None``.
     """
 
-    __slots__ = ("tcp", "client_dir", "data", "info")
+    __slots__ = ("tcp", "client_dir", "data", "info", "decryptor", "kafka")
 
     def __init__(self, tcp: TcpConnection, client_dir: int, first: tuple[bytes, bytes]) -> None:
         self.tcp = tcp
         self.client_dir = client_dir
         self.data = [bytearray(first[0][:HELLO_BYTES]), bytearray(first[1][:HELLO_BYTES])]
         self.info: dict | None = None
+        self.decryptor = None
+        self.kafka = None
+
+    def decrypt_with(self, keylog, kafka) -> None:
+        """Decrypt this connection with ``keylog``'s secrets
+        (:class:`~kafkasniff.tls.keylog.KeyLog`), feeding the plaintext to ``kafka`` (the
+        pipeline's Kafka connection for it, whose ``client_dir`` says which side is the
+        client). The hello window starts over: the caller replays the held events."""
+        from kafkasniff.tls.decrypt import TlsDecryptor
+
+        self.client_dir = kafka.client_dir
+        self.decryptor = TlsDecryptor(keylog)
+        self.kafka = kafka
+        self.data = [bytearray(), bytearray()]
+
+    def side(self, direction: int) -> int:
+        """The decryptor's side (0 client, 1 server) of a stream direction."""
+        return 0 if direction == self.client_dir else 1
+
+    def stream_direction(self, side: int) -> int:
+        """The stream direction of a decryptor side."""
+        return self.client_dir if side == 0 else 1 - self.client_dir
 
     def on_data(self, direction: int, offset: int, data: bytes) -> None:
         """In-order bytes of ``direction`` at stream ``offset`` (kept while the hello

@@ -1,0 +1,553 @@
+"""Decrypting one TLS connection with secrets from a key log (sans-IO).
+
+:class:`TlsDecryptor` is fed the bytes of each direction in order (the client's direction is
+``CLIENT``, the server's ``SERVER``), splits them into TLS records (RFC 8446 section 5, RFC
+5246 section 6.2), follows the handshake in the clear (ClientHello and ServerHello: client and
+server random, version, cipher suite, extensions), derives the record keys from the key log's
+secrets and decrypts:
+
+- TLS 1.3 (RFC 8446): the handshake traffic secrets, then the application traffic secrets
+  after each side's Finished, KeyUpdate (section 4.6.3); keys and IVs by
+  HKDF-Expand-Label (section 7.1, 7.3); AES-128/256-GCM and ChaCha20-Poly1305; the inner
+  content type (section 5.2).
+- TLS 1.2 (RFC 5246): the master secret (``CLIENT_RANDOM``), the key block by the PRF
+  (section 5, P_SHA256 or P_SHA384 as the suite says), keys from each side's
+  ChangeCipherSpec on; AES-GCM (RFC 5288: 4-byte salt and 8-byte explicit nonce),
+  ChaCha20-Poly1305 (RFC 7905) and AES-CBC with HMAC-SHA1/256/384 (MAC-then-encrypt;
+  encrypt-then-MAC, RFC 7366, is reported as unsupported).
+
+The cryptography is the ``cryptography`` package's (AESGCM, ChaCha20Poly1305, AES-CBC, HMAC,
+HKDF-Expand). Out come :class:`AppData` (decrypted application data with its plaintext stream
+offset and the capture time of the packet that completed its record) and :class:`TlsNote`
+(why something could not be decrypted: no key for the client random, a wrong key, an
+unsupported suite, a gap, bytes that are not TLS records, an alert). A direction that cannot go
+on stops decrypting and counts its bytes (:attr:`TlsDecryptor.undecrypted_bytes`); nothing
+raises on bad input.
+"""
+
+from __future__ import annotations
+
+import hmac as _hmac
+import struct
+from dataclasses import dataclass
+
+from kafkasniff.tls.keylog import KeyLog
+
+__all__ = ["CLIENT", "SERVER", "SUITES", "AppData", "Suite", "TlsDecryptor", "TlsNote"]
+
+CLIENT, SERVER = 0, 1
+_CCS, _ALERT, _HANDSHAKE, _APPDATA, _HEARTBEAT = 20, 21, 22, 23, 24
+#: a TLS record's ciphertext is at most 2^14 + 256 bytes (RFC 8446 5.2); some stacks use more
+_MAX_RECORD = (1 << 14) + 2048
+_HRR_RANDOM = bytes.fromhex("cf21ad74e59a6111be1d8c021e65b891c2a211167abb8c5e079e09e2c8a8339c")
+
+
+@dataclass(frozen=True)
+class Suite:
+    """A cipher suite this module decrypts.
+
+    Attributes:
+        id, name: IANA's code and name.
+        cipher: ``"gcm"``, ``"chacha20"`` or ``"cbc"``.
+        key_len: the encryption key in bytes.
+        fixed_iv_len: the implicit IV from the key block (TLS 1.2 GCM 4, ChaCha20 12, CBC 0;
+            TLS 1.3 always 12).
+        mac: the HMAC hash of a CBC suite (``"sha1"``, ``"sha256"``, ``"sha384"``), else None.
+        hash: the PRF (TLS 1.2) or HKDF (TLS 1.3) hash.
+        tls13: a TLS 1.3 suite.
+    """
+
+    id: int
+    name: str
+    cipher: str
+    key_len: int
+    fixed_iv_len: int
+    mac: str | None
+    hash: str
+    tls13: bool = False
+
+
+def _suites() -> dict[int, Suite]:
+    out = {}
+    for sid, name, cipher, key, iv, mac, h in (
+        (0x1301, "TLS_AES_128_GCM_SHA256", "gcm", 16, 12, None, "sha256"),
+        (0x1302, "TLS_AES_256_GCM_SHA384", "gcm", 32, 12, None, "sha384"),
+        (0x1303, "TLS_CHACHA20_POLY1305_SHA256", "chacha20", 32, 12, None, "sha256"),
+    ):
+        out[sid] = Suite(sid, name, cipher, key, iv, mac, h, True)
+    for sid, name, cipher, key, iv, mac, h in (
+        (0xC02B, "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256", "gcm", 16, 4, None, "sha256"),
+        (0xC02C, "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384", "gcm", 32, 4, None, "sha384"),
+        (0xC02F, "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256", "gcm", 16, 4, None, "sha256"),
+        (0xC030, "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384", "gcm", 32, 4, None, "sha384"),
+        (0x009C, "TLS_RSA_WITH_AES_128_GCM_SHA256", "gcm", 16, 4, None, "sha256"),
+        (0x009D, "TLS_RSA_WITH_AES_256_GCM_SHA384", "gcm", 32, 4, None, "sha384"),
+        (0x009E, "TLS_DHE_RSA_WITH_AES_128_GCM_SHA256", "gcm", 16, 4, None, "sha256"),
+        (0x009F, "TLS_DHE_RSA_WITH_AES_256_GCM_SHA384", "gcm", 32, 4, None, "sha384"),
+        (0xCCA8, "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256", "chacha20", 32, 12, None,
+         "sha256"),
+        (0xCCA9, "TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256", "chacha20", 32, 12, None,
+         "sha256"),
+        (0xCCAA, "TLS_DHE_RSA_WITH_CHACHA20_POLY1305_SHA256", "chacha20", 32, 12, None,
+         "sha256"),
+        (0xC009, "TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA", "cbc", 16, 0, "sha1", "sha256"),
+        (0xC00A, "TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA", "cbc", 32, 0, "sha1", "sha256"),
+        (0xC013, "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA", "cbc", 16, 0, "sha1", "sha256"),
+        (0xC014, "TLS_ECDHE_RSA_WITH_AES_256_CBC_SHA", "cbc", 32, 0, "sha1", "sha256"),
+        (0xC023, "TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA256", "cbc", 16, 0, "sha256", "sha256"),
+        (0xC024, "TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA384", "cbc", 32, 0, "sha384", "sha384"),
+        (0xC027, "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA256", "cbc", 16, 0, "sha256", "sha256"),
+        (0xC028, "TLS_ECDHE_RSA_WITH_AES_256_CBC_SHA384", "cbc", 32, 0, "sha384", "sha384"),
+        (0x002F, "TLS_RSA_WITH_AES_128_CBC_SHA", "cbc", 16, 0, "sha1", "sha256"),
+        (0x0035, "TLS_RSA_WITH_AES_256_CBC_SHA", "cbc", 32, 0, "sha1", "sha256"),
+        (0x003C, "TLS_RSA_WITH_AES_128_CBC_SHA256", "cbc", 16, 0, "sha256", "sha256"),
+        (0x003D, "TLS_RSA_WITH_AES_256_CBC_SHA256", "cbc", 32, 0, "sha256", "sha256"),
+    ):
+        out[sid] = Suite(sid, name, cipher, key, iv, mac, h)
+    return out
+
+
+#: the cipher suites :class:`TlsDecryptor` decrypts, by IANA code
+SUITES = _suites()
+_HASH_LEN = {"sha1": 20, "sha256": 32, "sha384": 48}
+
+
+@dataclass(frozen=True, slots=True)
+class AppData:
+    """Decrypted application data of one direction.
+
+    Attributes:
+        direction: :data:`CLIENT` or :data:`SERVER`.
+        offset: offset of ``data[0]`` in that direction's plaintext stream.
+        data: the bytes.
+        ts_ns: capture time of the packet that completed the record carrying them.
+    """
+
+    direction: int
+    offset: int
+    data: bytes
+    ts_ns: int
+
+
+@dataclass(frozen=True, slots=True)
+class TlsNote:
+    """Something about the TLS layer a reader should know.
+
+    Attributes:
+        kind: ``"no_key"``, ``"decrypt_failed"``, ``"unsupported"``, ``"not_tls"``,
+            ``"gap"``, ``"alert"``.
+        direction: the direction it concerns (-1: the connection).
+        message: what happened, naming the client random where there is one.
+        ts_ns: capture time.
+    """
+
+    kind: str
+    direction: int
+    message: str
+    ts_ns: int
+
+
+def _hash(name: str):
+    from cryptography.hazmat.primitives import hashes
+
+    return {"sha1": hashes.SHA1, "sha256": hashes.SHA256, "sha384": hashes.SHA384}[name]()
+
+
+def prf(secret: bytes, label: bytes, seed: bytes, length: int, hash_name: str) -> bytes:
+    """The TLS 1.2 PRF: P_<hash>(secret, label + seed) cut to ``length`` bytes (RFC 5246
+    section 5)."""
+    digest = {"sha256": "sha256", "sha384": "sha384"}[hash_name]
+    seed = label + seed
+    out = b""
+    a = seed
+    while len(out) < length:
+        a = _hmac.digest(secret, a, digest)
+        out += _hmac.digest(secret, a + seed, digest)
+    return out[:length]
+
+
+def hkdf_expand_label(secret: bytes, label: bytes, context: bytes, length: int,
+                      hash_name: str) -> bytes:
+    """HKDF-Expand-Label (RFC 8446 section 7.1) with ``cryptography``'s HKDFExpand."""
+    from cryptography.hazmat.primitives.kdf.hkdf import HKDFExpand
+
+    full = b"tls13 " + label
+    info = struct.pack(">HB", length, len(full)) + full + bytes([len(context)]) + context
+    return HKDFExpand(_hash(hash_name), length, info).derive(secret)
+
+
+class _Keys:
+    """The record protection of one direction: cipher, key, IV (TLS 1.3 or TLS 1.2
+    implicit part), MAC key (CBC), sequence number."""
+
+    __slots__ = ("suite", "tls13", "aead", "cbc_key", "iv", "mac_key", "seq", "secret")
+
+    def __init__(self, suite: Suite, key: bytes, iv: bytes, mac_key: bytes = b"",
+                 *, tls13: bool, secret: bytes = b"") -> None:
+        from cryptography.hazmat.primitives.ciphers.aead import AESGCM, ChaCha20Poly1305
+
+        self.suite = suite
+        self.tls13 = tls13
+        self.aead = AESGCM(key) if suite.cipher == "gcm" else \
+            ChaCha20Poly1305(key) if suite.cipher == "chacha20" else None
+        self.cbc_key = key if suite.cipher == "cbc" else b""
+        self.iv = iv
+        self.mac_key = mac_key
+        self.seq = 0
+        self.secret = secret
+
+    def _nonce(self) -> bytes:
+        seq = self.seq.to_bytes(len(self.iv), "big")
+        return bytes(a ^ b for a, b in zip(self.iv, seq))
+
+    def open(self, rtype: int, version: bytes, body: bytes) -> tuple[int, bytes]:
+        """Decrypt one record body: (content type, plaintext). Raises ``ValueError`` when
+        it does not authenticate (wrong key) or is malformed."""
+        from cryptography.exceptions import InvalidTag
+
+        seq8 = self.seq.to_bytes(8, "big")
+        try:
+            if self.tls13:
+                header = bytes([rtype]) + version + len(body).to_bytes(2, "big")
+                inner = self.aead.decrypt(self._nonce(), body, header)
+                end = len(inner)
+                while end and inner[end - 1] == 0:
+                    end -= 1
+                if not end:
+                    raise ValueError("TLS 1.3 record without a content type")
+                return inner[end - 1], inner[:end - 1]
+            if self.aead is not None and self.suite.cipher == "gcm":
+                if len(body) < 8 + 16:
+                    raise ValueError("GCM record too short")
+                nonce = self.iv + body[:8]
+                aad = seq8 + bytes([rtype]) + version + (len(body) - 24).to_bytes(2, "big")
+                return rtype, self.aead.decrypt(nonce, body[8:], aad)
+            if self.aead is not None:
+                if len(body) < 16:
+                    raise ValueError("ChaCha20-Poly1305 record too short")
+                aad = seq8 + bytes([rtype]) + version + (len(body) - 16).to_bytes(2, "big")
+                return rtype, self.aead.decrypt(self._nonce(), body, aad)
+            return rtype, self._open_cbc(rtype, version, body, seq8)
+        except InvalidTag:
+            raise ValueError("the record does not authenticate (wrong key?)") from None
+        finally:
+            self.seq += 1
+
+    def _open_cbc(self, rtype: int, version: bytes, body: bytes, seq8: bytes) -> bytes:
+        from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+
+        mac_len = _HASH_LEN[self.suite.mac]
+        if len(body) < 32 or len(body) % 16:
+            raise ValueError("CBC record length is not a whole number of blocks")
+        dec = Cipher(algorithms.AES(self.cbc_key), modes.CBC(body[:16])).decryptor()
+        plain = dec.update(body[16:]) + dec.finalize()
+        pad = plain[-1]
+        if pad + 1 + mac_len > len(plain) or plain[-pad - 1:] != bytes([pad]) * (pad + 1):
+            raise ValueError("the record does not authenticate (bad CBC padding: wrong key?)")
+        plain = plain[:-pad - 1]
+        data, mac = plain[:-mac_len], plain[-mac_len:]
+        want = _hmac.digest(self.mac_key, seq8 + bytes([rtype]) + version
+                            + len(data).to_bytes(2, "big") + data, self.suite.mac)
+        if not _hmac.compare_digest(mac, want):
+            raise ValueError("the record does not authenticate (bad MAC: wrong key?)")
+        return data
+
+
+class _Dir:
+    __slots__ = ("buf", "keys", "next_keys", "hs", "app_offset", "dead", "pending_ccs")
+
+    def __init__(self) -> None:
+        self.buf = bytearray()
+        self.keys: _Keys | None = None
+        self.next_keys: _Keys | None = None   # TLS 1.2: keys armed by ChangeCipherSpec
+        self.hs = bytearray()                 # handshake bytes not yet a whole message
+        self.app_offset = 0
+        self.dead = False
+        self.pending_ccs = False
+
+
+class TlsDecryptor:
+    """One TLS connection, decrypted with :class:`~kafkasniff.tls.keylog.KeyLog` secrets.
+
+    Args:
+        keylog: the secrets (looked up again whenever a key is needed, so that a key log
+            that grows in live mode serves connections that started before its lines).
+
+    Attributes:
+        client_random, server_random: from the hellos (``None`` until seen).
+        version: ``"TLS 1.2"`` or ``"TLS 1.3"`` once the ServerHello is seen.
+        suite: the :class:`Suite` (``None`` until known or when unsupported);
+            ``suite_id`` its code.
+        decrypted_bytes, undecrypted_bytes: ciphertext bytes per direction decrypted and not
+            (records that could not be, and everything after a direction stopped).
+    """
+
+    def __init__(self, keylog: KeyLog) -> None:
+        self.keylog = keylog
+        self.dirs = (_Dir(), _Dir())
+        self.client_random: bytes | None = None
+        self.server_random: bytes | None = None
+        self.version: str | None = None
+        self.suite: Suite | None = None
+        self.suite_id: int | None = None
+        self.etm = False
+        self.decrypted_bytes = [0, 0]
+        self.undecrypted_bytes = [0, 0]
+        self._hs_secrets: tuple[bytes, bytes] | None = None
+        self._noted_no_key = False
+
+    # ------------------------------------------------------------------ input
+    def feed(self, direction: int, data: bytes, ts_ns: int) -> list[AppData | TlsNote]:
+        """In-order bytes of ``direction``: what they decrypt to, and notes."""
+        d = self.dirs[direction]
+        out: list[AppData | TlsNote] = []
+        if d.dead:
+            self.undecrypted_bytes[direction] += len(data)
+            return out
+        buf = d.buf
+        buf += data
+        while len(buf) >= 5 and not d.dead:
+            rtype = buf[0]
+            length = (buf[3] << 8) | buf[4]
+            if not (_CCS <= rtype <= _HEARTBEAT) or buf[1] != 3 or length > _MAX_RECORD:
+                self._stop(direction, "not_tls", f"bytes that are not a TLS record at "
+                           f"{self._who(direction)} (type {rtype}, length {length})", ts_ns, out)
+                self.undecrypted_bytes[direction] += len(buf)
+                buf.clear()
+                break
+            if len(buf) < 5 + length:
+                break
+            version = bytes(buf[1:3])
+            body = bytes(buf[5:5 + length])
+            del buf[:5 + length]        # before _record: a key that is missing counts the rest
+            self._record(direction, rtype, version, body, ts_ns, out)
+        return out
+
+    def on_gap(self, direction: int, length: int, ts_ns: int) -> list[TlsNote]:
+        """``length`` bytes of ``direction`` were never captured: its records are out of
+        step from here on (a TLS record stream cannot be resynchronised: the sequence
+        numbers are unknown), so the direction stops."""
+        out: list = []
+        d = self.dirs[direction]
+        if not d.dead:
+            self.undecrypted_bytes[direction] += len(d.buf)
+            d.buf.clear()
+            self._stop(direction, "gap", f"{length} bytes missing from the capture cut a TLS "
+                       f"record of {self._who(direction)}: the rest of it is not decrypted",
+                       ts_ns, out)
+        self.undecrypted_bytes[direction] += length
+        return out
+
+    def finish(self) -> list[TlsNote]:
+        """The connection ended: bytes of a record never completed are counted as not
+        decrypted. Returns no notes (an unfinished record at the end is the capture's end,
+        which the Kafka layer reports when it cut a frame)."""
+        for direction in (CLIENT, SERVER):
+            d = self.dirs[direction]
+            self.undecrypted_bytes[direction] += len(d.buf)
+            d.buf.clear()
+        return []
+
+    def info(self) -> dict:
+        """What the summary shows: ``{"decrypted": {"version", "cipher_suite",
+        "decrypted_bytes", "undecrypted_bytes"}}`` (no secret, no random)."""
+        return {"decrypted": {
+            "version": self.version,
+            "cipher_suite": self.suite.name if self.suite is not None else
+            (f"0x{self.suite_id:04x}" if self.suite_id is not None else None),
+            "decrypted_bytes": sum(self.decrypted_bytes),
+            "undecrypted_bytes": sum(self.undecrypted_bytes)}}
+
+    # ------------------------------------------------------------------ records
+    def _record(self, direction: int, rtype: int, version: bytes, body: bytes, ts: int,
+                out: list) -> None:
+        d = self.dirs[direction]
+        size = 5 + len(body)
+        if rtype == _CCS:
+            self.decrypted_bytes[direction] += size
+            if self.version != "TLS 1.3":
+                d.keys, d.next_keys = d.next_keys, None
+                if d.keys is None:
+                    d.pending_ccs = True
+                    self._arm_tls12(direction, ts, out)
+            return
+        if d.keys is None and d.pending_ccs:
+            self.undecrypted_bytes[direction] += size
+            return
+        if d.keys is None:
+            if rtype == _HANDSHAKE:
+                self.decrypted_bytes[direction] += size
+                self._handshake(direction, body, ts, out)
+            elif rtype == _ALERT:
+                self.decrypted_bytes[direction] += size
+                self._alert(direction, body, ts, out)
+            else:
+                self.undecrypted_bytes[direction] += size
+                if rtype == _APPDATA and self.version == "TLS 1.3":
+                    self._arm_tls13_handshake(ts, out)
+            return
+        try:
+            inner, plain = d.keys.open(rtype, version, body)
+        except ValueError as exc:
+            self.undecrypted_bytes[direction] += size
+            self._stop(direction, "decrypt_failed", f"{exc}: record of "
+                       f"{self._who(direction)} not decrypted, and nothing after it", ts, out)
+            return
+        self.decrypted_bytes[direction] += size
+        if inner == _APPDATA:
+            if plain:
+                out.append(AppData(direction, d.app_offset, plain, ts))
+                d.app_offset += len(plain)
+        elif inner == _HANDSHAKE:
+            self._handshake(direction, plain, ts, out)
+        elif inner == _ALERT:
+            self._alert(direction, plain, ts, out)
+
+    # ------------------------------------------------------------------ handshake
+    def _handshake(self, direction: int, data: bytes, ts: int, out: list) -> None:
+        d = self.dirs[direction]
+        d.hs += data
+        while len(d.hs) >= 4:
+            mtype = d.hs[0]
+            mlen = int.from_bytes(d.hs[1:4], "big")
+            if len(d.hs) < 4 + mlen:
+                break
+            msg = bytes(d.hs[4:4 + mlen])
+            del d.hs[:4 + mlen]
+            if mtype == 1 and direction == CLIENT and len(msg) >= 34:
+                self.client_random = msg[2:34]
+            elif mtype == 2 and direction == SERVER and len(msg) >= 38:
+                self._server_hello(msg, ts, out)
+            elif mtype == 20 and self.version == "TLS 1.3" and d.keys is not None:
+                # Finished: this side's application traffic secret from its next record
+                label = "CLIENT_TRAFFIC_SECRET_0" if direction == CLIENT else \
+                    "SERVER_TRAFFIC_SECRET_0"
+                d.keys = self._tls13_keys(direction, label, ts, out)
+            elif mtype == 24 and self.version == "TLS 1.3" and d.keys is not None:
+                # KeyUpdate (RFC 8446 4.6.3): the next generation of this side's secret
+                suite = d.keys.suite
+                secret = hkdf_expand_label(d.keys.secret, b"traffic upd", b"",
+                                           _HASH_LEN[suite.hash], suite.hash)
+                d.keys = self._tls13_from_secret(suite, secret)
+
+    def _server_hello(self, msg: bytes, ts: int, out: list) -> None:
+        random = msg[2:34]
+        if random == _HRR_RANDOM:
+            return      # HelloRetryRequest: another ClientHello and ServerHello follow
+        self.server_random = random
+        sid_len = msg[34]
+        p = 35 + sid_len
+        if len(msg) < p + 3:
+            return
+        self.suite_id = int.from_bytes(msg[p:p + 2], "big")
+        version = int.from_bytes(msg[0:2], "big")
+        p += 3
+        if len(msg) >= p + 2:
+            end = min(len(msg), p + 2 + int.from_bytes(msg[p:p + 2], "big"))
+            p += 2
+            while p + 4 <= end:
+                etype = int.from_bytes(msg[p:p + 2], "big")
+                elen = int.from_bytes(msg[p + 2:p + 4], "big")
+                if etype == 43 and elen == 2:
+                    version = int.from_bytes(msg[p + 4:p + 6], "big")
+                elif etype == 22:
+                    self.etm = True
+                p += 4 + elen
+        self.version = {0x0304: "TLS 1.3", 0x0303: "TLS 1.2", 0x0302: "TLS 1.1",
+                        0x0301: "TLS 1.0"}.get(version, f"0x{version:04x}")
+        self.suite = SUITES.get(self.suite_id)
+        if self.suite is None or self.suite.tls13 != (self.version == "TLS 1.3") or \
+                self.version not in ("TLS 1.2", "TLS 1.3") or \
+                (self.etm and self.suite.cipher == "cbc"):
+            what = f"cipher suite 0x{self.suite_id:04x}" if self.suite is None else \
+                f"{self.suite.name} with encrypt-then-MAC" if self.etm else \
+                f"{self.suite.name} on {self.version}"
+            self.suite = None
+            for direction in (CLIENT, SERVER):
+                self._stop(direction, "unsupported", f"{what} is not decrypted "
+                           f"(client random {self._random_hex()})", ts, out)
+            return
+        if self.version == "TLS 1.3":
+            self._arm_tls13_handshake(ts, out)
+
+    def _alert(self, direction: int, body: bytes, ts: int, out: list) -> None:
+        if len(body) >= 2 and body[1] != 0:     # close_notify (0) is the normal end
+            out.append(TlsNote("alert", direction, f"{self._who(direction)} sent TLS alert "
+                               f"{body[1]} (level {body[0]})", ts))
+
+    # ------------------------------------------------------------------ keys
+    def _random_hex(self) -> str:
+        return self.client_random.hex() if self.client_random else "unknown"
+
+    def _who(self, direction: int) -> str:
+        return "the client" if direction == CLIENT else "the server"
+
+    def _no_key(self, what: str, ts: int, out: list) -> None:
+        for direction in (CLIENT, SERVER):
+            d = self.dirs[direction]
+            if not d.dead:
+                d.dead = True
+                self.undecrypted_bytes[direction] += len(d.buf)
+                d.buf.clear()
+        if not self._noted_no_key:
+            self._noted_no_key = True
+            out.append(TlsNote("no_key", -1, f"no {what} in the key log for client random "
+                               f"{self._random_hex()}: the connection is not decrypted", ts))
+
+    def _stop(self, direction: int, kind: str, message: str, ts: int, out: list) -> None:
+        d = self.dirs[direction]
+        if d.dead:
+            return
+        d.dead = True
+        out.append(TlsNote(kind, direction, message, ts))
+
+    def _tls13_from_secret(self, suite: Suite, secret: bytes) -> _Keys:
+        key = hkdf_expand_label(secret, b"key", b"", suite.key_len, suite.hash)
+        iv = hkdf_expand_label(secret, b"iv", b"", 12, suite.hash)
+        return _Keys(suite, key, iv, tls13=True, secret=secret)
+
+    def _tls13_keys(self, direction: int, label: str, ts: int, out: list) -> _Keys | None:
+        secret = self.keylog.get(self.client_random or b"", label)
+        if secret is None:
+            self._no_key(label, ts, out)
+            return None
+        return self._tls13_from_secret(self.suite, secret)
+
+    def _arm_tls13_handshake(self, ts: int, out: list) -> None:
+        if self.suite is None or self.dirs[CLIENT].keys is not None or \
+                self.dirs[SERVER].keys is not None or self._hs_secrets is not None:
+            return
+        self._hs_secrets = (b"", b"")
+        for direction, label in ((CLIENT, "CLIENT_HANDSHAKE_TRAFFIC_SECRET"),
+                                 (SERVER, "SERVER_HANDSHAKE_TRAFFIC_SECRET")):
+            keys = self._tls13_keys(direction, label, ts, out)
+            if keys is None:
+                return
+            self.dirs[direction].keys = keys
+
+    def _arm_tls12(self, direction: int, ts: int, out: list) -> None:
+        suite = self.suite
+        if suite is None or self.client_random is None or self.server_random is None:
+            self._stop(direction, "unsupported", "ChangeCipherSpec before a usable "
+                       f"ServerHello (client random {self._random_hex()})", ts, out)
+            return
+        master = self.keylog.get(self.client_random, "CLIENT_RANDOM")
+        if master is None:
+            self._no_key("CLIENT_RANDOM (master secret)", ts, out)
+            return
+        mac_len = _HASH_LEN[suite.mac] if suite.mac else 0
+        n = 2 * (mac_len + suite.key_len + suite.fixed_iv_len)
+        block = prf(master, b"key expansion", self.server_random + self.client_random, n,
+                    suite.hash)
+        cut = [mac_len, mac_len, suite.key_len, suite.key_len, suite.fixed_iv_len,
+               suite.fixed_iv_len]
+        parts, p = [], 0
+        for c in cut:
+            parts.append(block[p:p + c])
+            p += c
+        cmac, smac, ckey, skey, civ, siv = parts
+        keys = _Keys(suite, ckey, civ, cmac, tls13=False) if direction == CLIENT else \
+            _Keys(suite, skey, siv, smac, tls13=False)
+        d = self.dirs[direction]
+        d.keys = keys
+        d.pending_ccs = False

@@ -1,0 +1,232 @@
+"""Decrypting Kafka over TLS with a key log (kafkasniff.tls.keylog, kafkasniff.tls.decrypt and
+the pipeline's ``tls_keylog``), on the committed capture of real clients and a real Kafka
+4.3.1 broker (captures/broker_tls.pcap: kafka-python, aiokafka and franz-go on the SSL and
+SASL_SSL listeners; TLS 1.3 AES-256-GCM, TLS 1.2 AES-256-GCM, AES-128-CBC-SHA256 and
+ChaCha20-Poly1305; the clients' own key log in broker_tls.keylog).
+
+Truth: the broker's request log in broker_tls.truth.json (every request of the captured
+connections, with the request and response bodies the broker parsed and sent).
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from kafkasniff.issues import IssueKind
+from kafkasniff.model import ConnectionSummary, DecodeIssue, Exchange, ExchangeStatus
+from kafkasniff.pipeline import DECODED_BYTES, SKIPPED_BYTES, Pipeline, PipelineOptions, analyze
+from kafkasniff.tls.decrypt import CLIENT, SERVER, TlsDecryptor, prf
+from kafkasniff.tls.keylog import KeyLog
+from tests.broker.common import BrokerCapture, body_differences, unpaired
+from tests.captures.test_secrets import _leaks
+from tests.conftest import CAPTURES
+from tests.support.kafka_broker import LoggedRequest
+
+PCAP = CAPTURES / "broker_tls.pcap"
+KEYLOG = CAPTURES / "broker_tls.keylog"
+TRUTH = json.loads(PCAP.with_suffix(".truth.json").read_text())
+
+
+def decode(keylog_paths, *, ports=True) -> tuple[BrokerCapture, Pipeline]:
+    pipe = Pipeline(PipelineOptions(
+        ports=frozenset(TRUTH["broker_ports"]) if ports else frozenset({9092}),
+        tls_keylog=tuple(str(p) for p in keylog_paths), meta_records=True, with_records=True))
+    exchanges, issues, connections = [], [], {}
+    for rec in analyze([PCAP], pipeline=pipe):
+        if type(rec) is Exchange:
+            exchanges.append(rec)
+            issues.extend(rec.issues)
+        elif type(rec) is DecodeIssue:
+            issues.append(rec)
+        elif type(rec) is ConnectionSummary:
+            connections[rec.client] = rec
+    logged = [LoggedRequest(
+        api_key=r["api_key"], api_version=r["api_version"], correlation_id=r["correlation_id"],
+        client_id=r["client_id"], listener=None, local_port=r["broker_port"],
+        client_host="127.0.0.1", client_port=r["client_port"],
+        total_time_ms=r["total_time_ms"], throttle_time_ms=r["throttle_time_ms"],
+        forwarded=False, logged_at=r["logged_at"],
+        fields={k: r[k] for k in ("request", "response") if r.get(k) is not None})
+        for r in TRUTH["broker_requests"]]
+    return BrokerCapture(PCAP, exchanges, logged, issues, connections), pipe
+
+
+def _ledger_adds_up(pipe: Pipeline) -> None:
+    ledger = pipe.stats.bytes
+    assert set(ledger) <= set(DECODED_BYTES) | set(SKIPPED_BYTES)
+    assert sum(ledger.values()) == PCAP.stat().st_size
+
+
+# --------------------------------------------------------------------------- key log
+
+def test_key_log_lines_labels_and_bad_lines(tmp_path):
+    path = tmp_path / "keys.log"
+    random = "ab" * 32
+    path.write_text(f"# comment\nCLIENT_RANDOM {random} {'11' * 48}\n"
+                    f"CLIENT_TRAFFIC_SECRET_0 {random} {'22' * 32}\nnot a line\n"
+                    f"CLIENT_RANDOM {'zz' * 32} {'11' * 48}\n")
+    log = KeyLog([path])
+    assert len(log) == 1 and log.bad_lines == 2
+    assert log.get(bytes.fromhex(random), "CLIENT_RANDOM") == bytes.fromhex("11" * 48)
+    assert log.get(bytes.fromhex(random), "SERVER_TRAFFIC_SECRET_0") is None
+
+
+def test_key_log_reads_new_whole_lines_of_a_growing_file(tmp_path):
+    path = tmp_path / "keys.log"
+    path.write_text("")
+    log = KeyLog([path, tmp_path / "missing.log"])
+    line = f"CLIENT_RANDOM {'cd' * 32} {'33' * 48}\n"
+    with open(path, "a") as f:
+        f.write(line[:40])                  # a line still being written
+        f.flush()
+        assert log.refresh() == 0
+        f.write(line[40:])
+    assert log.refresh() == 1 and log.has(bytes.fromhex("cd" * 32))
+
+
+def test_tls12_prf_matches_a_published_vector():
+    """The TLS 1.2 PRF (P_SHA256) against the widely used test vector of the IETF TLS
+    working group's mailing list (secret, label "test label", 100 bytes)."""
+    secret = bytes.fromhex("9bbe436ba940f017b17652849a71db35")
+    seed = bytes.fromhex("a0ba9f936cda311827a6f796ffd5198c")
+    out = prf(secret, b"test label", seed, 100, "sha256")
+    assert out.hex().startswith("e3f229ba727be17b8d122620557cd453c2aab21d07c3d495329b52d4e61e"
+                                "db5a6b301791e90d35c9c9a46b4e14baf9af0fa022f7077def17abfd3797c"
+                                "0564bab4fbc91666e9def9b97fce34f796789baa48082d122ee42c5a72e5a"
+                                "5110fff70187347b66")
+
+
+# --------------------------------------------------------------------------- decryption
+
+@pytest.fixture(scope="module")
+def decrypted():
+    return decode([KEYLOG])
+
+
+def test_every_logged_request_is_decrypted_and_paired(decrypted):
+    cap, _ = decrypted
+    assert len(cap.logged) >= 20
+    assert not unpaired(cap)
+
+
+def test_decrypted_bodies_equal_the_brokers(decrypted):
+    cap, _ = decrypted
+    diffs, compared = body_differences(cap)
+    assert not diffs, "\n".join(diffs[:20])
+    assert compared >= 40
+
+
+def test_every_version_and_suite_decrypts_every_byte(decrypted):
+    cap, pipe = decrypted
+    suites = {(s.tls["decrypted"]["version"], s.tls["decrypted"]["cipher_suite"])
+              for s in cap.connections.values()}
+    assert suites == {
+        ("TLS 1.3", "TLS_AES_256_GCM_SHA384"),
+        ("TLS 1.2", "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384"),
+        ("TLS 1.2", "TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA256"),
+        ("TLS 1.2", "TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256")}
+    assert all(s.tls["decrypted"]["undecrypted_bytes"] == 0 for s in cap.connections.values())
+    assert not [i for i in cap.issues if i.kind == IssueKind.TLS_UNDECRYPTED]
+    assert pipe.stats.bytes["tls"] == 0 and pipe.stats.bytes["tls_decrypted"] > 0
+    _ledger_adds_up(pipe)
+
+
+def test_tls_found_on_any_port_by_its_client_hello():
+    """Without --port the broker ports are unknown: the ClientHello's sender is the client."""
+    cap, _ = decode([KEYLOG], ports=False)
+    assert not unpaired(cap)
+
+
+def test_produced_records_are_decoded(decrypted):
+    cap, _ = decrypted
+    produced = {e["value"] for e in TRUTH["client_events"] if e["event"] == "produced"}
+    got = {r.value.decode() for ex in cap.exchanges if ex.api_name == "Produce"
+           for loc in ex.record_fields if loc.records.decoded
+           for b in loc.records.decoded.batches for r in b.records or ()}
+    assert produced and produced <= got
+
+
+def test_scram_inside_tls_stays_redacted_and_no_key_material_is_output(tmp_path):
+    texts = every_output_with_keys(tmp_path)
+    secrets = [bytes.fromhex(line.split()[2]) for line in KEYLOG.read_text().splitlines()
+               if line and not line.startswith("#")]
+    leaks = {name: _leaks(text, secrets) for name, text in texts.items()}
+    assert not any(leaks.values())
+    assert "carol" in texts["read --json"]          # the SCRAM user is shown
+    assert "SaslAuthenticate" in texts["read"]
+
+
+def every_output_with_keys(tmp_path):
+    from click.testing import CliRunner
+
+    from kafkasniff.cli import main
+
+    runner = CliRunner()
+    texts = {}
+    for name, args in (("read", ["read", "-q"]), ("read --json", ["read", "-q", "--json"]),
+                       ("stats --json", ["stats", "--json"])):
+        res = runner.invoke(main, args + ["--tls-keylog", str(KEYLOG), str(PCAP)],
+                            catch_exceptions=False)
+        assert res.exit_code == 0, res.output
+        texts[name] = res.output
+    return texts
+
+
+# --------------------------------------------------------------------------- failures
+
+def test_without_keys_each_connection_says_why_and_the_bytes_add_up(tmp_path):
+    empty = tmp_path / "empty.log"
+    empty.write_text("")
+    cap, pipe = decode([empty])
+    assert not cap.exchanges
+    notes = [i for i in cap.issues if i.kind == IssueKind.TLS_UNDECRYPTED]
+    assert len(notes) == len(cap.connections) == 12
+    randoms = {line.split()[1] for line in KEYLOG.read_text().splitlines()
+               if line.startswith(("CLIENT_RANDOM", "CLIENT_TRAFFIC_SECRET_0"))}
+    named = {w.strip(":,.()") for i in notes for w in i.message.split()
+             if len(w.strip(":,.()")) == 64}
+    assert named == randoms
+    assert pipe.stats.bytes["tls"] > 0
+    _ledger_adds_up(pipe)
+
+
+def test_a_wrong_key_is_reported_and_the_rest_decodes(tmp_path):
+    """One TLS 1.2 master secret with a flipped byte: that connection reports an
+    authentication failure naming its side; every other connection decodes."""
+    lines = KEYLOG.read_text().splitlines()
+    i = next(n for n, line in enumerate(lines) if line.startswith("CLIENT_RANDOM"))
+    label, random, secret = lines[i].split()
+    lines[i] = f"{label} {random} {secret[:-2]}{int(secret[-2:], 16) ^ 1:02x}"
+    bad = tmp_path / "bad.log"
+    bad.write_text("\n".join(lines) + "\n")
+    cap, pipe = decode([bad])
+    failed = [i for i in cap.issues if i.kind == IssueKind.TLS_UNDECRYPTED]
+    assert failed and all("authenticate" in i.message for i in failed)
+    assert len({i.client for i in failed}) == 1
+    paired = [ex for ex in cap.exchanges if ex.status == ExchangeStatus.PAIRED]
+    assert len(paired) >= len(cap.logged) - 8
+    _ledger_adds_up(pipe)
+
+
+def test_garbage_and_gaps_never_raise():
+    log = KeyLog()
+    dec = TlsDecryptor(log)
+    notes = dec.feed(CLIENT, b"\x16\x03\x01\x00\x05hello" + bytes(range(256)) * 4, 1)
+    assert [n.kind for n in notes] == ["not_tls"]
+    assert dec.feed(CLIENT, b"more", 2) == []
+    notes = dec.on_gap(SERVER, 100, 3)
+    assert [n.kind for n in notes] == ["gap"]
+    dec.finish()
+    assert dec.undecrypted_bytes[CLIENT] > 0 and dec.undecrypted_bytes[SERVER] == 100
+
+
+@pytest.mark.parametrize("command", [["tui"], ["spark", "decode", "-o", "out"]])
+def test_commands_without_decryption_refuse_a_key_log(command):
+    from click.testing import CliRunner
+
+    from kafkasniff.cli import main
+
+    res = CliRunner().invoke(main, command + ["--tls-keylog", str(KEYLOG), str(PCAP)])
+    assert res.exit_code == 2 and "--tls-keylog is not supported" in res.output
