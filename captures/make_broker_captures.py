@@ -102,9 +102,7 @@ def _truth(name: str, cap, runs: dict, ports: list[int], events: dict | None = N
 
 
 def run_single(name: str, out: Path, work: Path, java: JavaClients, go: GoClients) -> None:
-    broker = KafkaBroker(LIB_DIR, work / name, port=9092 if _port_9092_free() else None)
-    broker.start()
-    try:
+    with KafkaBroker(LIB_DIR, work / name, port=9092 if _port_9092_free() else None) as broker:
         tag = name.removeprefix("broker_")
         topic = f"{tag}-topic"
         broker.create_topic(topic, partitions=2)
@@ -114,14 +112,10 @@ def run_single(name: str, out: Path, work: Path, java: JavaClients, go: GoClient
         cap, runs = capture_scenario(broker, broker.port, out / f"{name}.pcap", scenario)
         (out / f"{name}.truth.json").write_text(dump_truth(_truth(name, cap, runs,
                                                                   [broker.port])))
-    finally:
-        broker.stop()
 
 
 def run_tls(name: str, out: Path, work: Path, java: JavaClients, go: GoClients) -> None:
-    broker = KafkaBroker(LIB_DIR, work / name)
-    broker.start()
-    try:
+    with KafkaBroker(LIB_DIR, work / name) as broker:
         topic = "tls-topic"
         broker.create_topic(topic, partitions=2)
         keylog = out / f"{name}.keylog"
@@ -133,14 +127,10 @@ def run_tls(name: str, out: Path, work: Path, java: JavaClients, go: GoClients) 
         truth["keylog"] = keylog.name
         truth["tls_runs"] = TLS_RUNS
         (out / f"{name}.truth.json").write_text(dump_truth(truth))
-    finally:
-        broker.stop()
 
 
 def run_failover(name: str, out: Path, work: Path, java: JavaClients, go: GoClients) -> None:
-    cluster = KafkaCluster(LIB_DIR, work / name)
-    cluster.start()
-    try:
+    with KafkaCluster(LIB_DIR, work / name) as cluster:
         topic = "failover-topic"
         cluster.create_topic(topic, 3)
         events: dict = {}
@@ -151,8 +141,6 @@ def run_failover(name: str, out: Path, work: Path, java: JavaClients, go: GoClie
                   for k, v in events.items()}
         (out / f"{name}.truth.json").write_text(dump_truth(_truth(name, cap, runs,
                                                                   cluster.ports, events)))
-    finally:
-        cluster.stop()
 
 
 SCENARIOS = {"broker_java": run_single, "broker_go": run_single,

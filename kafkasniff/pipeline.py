@@ -562,8 +562,8 @@ class Pipeline:
         b = self.stats.bytes
         b["tls_decrypted"] += sum(dec.decrypted_bytes)
         b["tls"] += sum(dec.undecrypted_bytes)
-        tls.on_close()      # the hellos, for the summary
         if self.options.meta_records:
+            tls.read_hellos()
             sasl = kafka.sasl
             out.append(self._summary(conn, ConnectionKind.KAFKA, kafka.client_dir, kafka,
                                      tls=tls.info | dec.info(),

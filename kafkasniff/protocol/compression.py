@@ -83,14 +83,12 @@ def decompress(codec: int, data: bytes, max_bytes: int = DEFAULT_MAX_BYTES,
     ``"lz4_header_checksum"``, an LZ4 header checksum over the wrong bytes, KAFKA-3160).
     """
     try:
-        if codec == LZ4 and quirks is not None:
-            return _lz4(data, max_bytes, quirks)
         if codec == GZIP:
             return _gzip(data, max_bytes)
         if codec == SNAPPY:
             return _snappy(data, max_bytes)
         if codec == LZ4:
-            return _lz4(data, max_bytes)
+            return _lz4(data, max_bytes, quirks)
         if codec == ZSTD:
             return _zstd(data, max_bytes)
         if codec == NONE:

@@ -27,6 +27,7 @@ from kafkasniff.protocol.schema import Definitions
 _HDR = struct.Struct(">ihhi")   # size, api_key, api_version, correlation_id
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
+_II = struct.Struct(">ii")      # a response's size and correlation_id
 
 MAX_CLIENT_ID = 512
 FUTURE_VERSION_SLACK = 4
@@ -127,7 +128,7 @@ def request_stream_score(defs: Definitions, data: bytes, other: bytes = b"",
     for _ in range(frames):
         if len(other) - pos < 8:
             break
-        size, corr = _I32.unpack_from(other, pos)[0], _I32.unpack_from(other, pos + 4)[0]
+        size, corr = _II.unpack_from(other, pos)
         if size < 4:
             break
         answered.add(corr)

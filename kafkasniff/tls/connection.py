@@ -13,7 +13,7 @@ from __future__ import annotations
 from kafkasniff.issues import IssueKind, Severity
 from kafkasniff.model import DecodeIssue
 from kafkasniff.tcp.types import TcpConnection
-from kafkasniff.tls.hello import parse_hello
+from kafkasniff.tls.hello import TlsHello, parse_hello
 
 #: first bytes of each direction kept to read the hellos
 HELLO_BYTES = 16 * 1024
@@ -80,14 +80,22 @@ class TlsConnection:
         if len(buf) < HELLO_BYTES and offset == len(buf):
             buf += data[:HELLO_BYTES - len(buf)]
 
+    def read_hellos(self) -> tuple[TlsHello | None, TlsHello | None]:
+        """The client's and the server's hello from the kept first bytes (``None`` for one
+        that did not parse); sets :attr:`info`. Needs ``client_dir`` >= 0."""
+        client = parse_hello(bytes(self.data[self.client_dir]))
+        server = parse_hello(bytes(self.data[1 - self.client_dir]))
+        self.info = {"client_hello": client.to_json() if client else None,
+                     "server_hello": server.to_json() if server else None}
+        return client, server
+
     def on_close(self) -> list[DecodeIssue]:
         """The connection ended: the ``tls_connection`` issue of a connection on a broker
         port (none for TLS found on another port: it is counted, not reported)."""
         if self.client_dir < 0:
             return []
         tcp = self.tcp
-        client = parse_hello(bytes(self.data[self.client_dir]))
-        server = parse_hello(bytes(self.data[1 - self.client_dir]))
+        client, server = self.read_hellos()
         parts = []
         if client is not None:
             parts.append(f"client offers {client.version()}")
@@ -98,8 +106,6 @@ class TlsConnection:
         if server is not None:
             parts.append(f"server selected {server.version()}")
         msg = "TLS connection (not decoded as Kafka)" + (": " + ", ".join(parts) if parts else "")
-        self.info = {"client_hello": client.to_json() if client else None,
-                     "server_hello": server.to_json() if server else None}
         return [DecodeIssue(IssueKind.TLS_CONNECTION, Severity.INFO, msg, tcp.first_ts_ns,
                             tcp.conn_id, tcp.endpoint(self.client_dir),
                             tcp.endpoint(1 - self.client_dir))]

@@ -31,6 +31,7 @@ import hmac as _hmac
 import struct
 from dataclasses import dataclass
 
+from kafkasniff.tls.hello import TlsHello, parse_hello_message, version_name
 from kafkasniff.tls.keylog import KeyLog
 
 __all__ = ["CLIENT", "SERVER", "SUITES", "AppData", "Suite", "TlsDecryptor", "TlsNote"]
@@ -39,6 +40,9 @@ CLIENT, SERVER = 0, 1
 _CCS, _ALERT, _HANDSHAKE, _APPDATA, _HEARTBEAT = 20, 21, 22, 23, 24
 #: a TLS record's ciphertext is at most 2^14 + 256 bytes (RFC 8446 5.2); some stacks use more
 _MAX_RECORD = (1 << 14) + 2048
+#: the largest handshake message followed (certificate chains are tens of KiB): a bound on
+#: what one direction holds while a message is incomplete
+_MAX_HANDSHAKE = 256 * 1024
 _HRR_RANDOM = bytes.fromhex("cf21ad74e59a6111be1d8c021e65b891c2a211167abb8c5e079e09e2c8a8339c")
 
 
@@ -68,14 +72,12 @@ class Suite:
 
 
 def _suites() -> dict[int, Suite]:
-    out = {}
-    for sid, name, cipher, key, iv, mac, h in (
+    # (code, name, cipher, key bytes, implicit IV bytes, CBC MAC hash, PRF/HKDF hash); the
+    # TLS 1.3 suites are the 0x13xx codes
+    table = (
         (0x1301, "TLS_AES_128_GCM_SHA256", "gcm", 16, 12, None, "sha256"),
         (0x1302, "TLS_AES_256_GCM_SHA384", "gcm", 32, 12, None, "sha384"),
         (0x1303, "TLS_CHACHA20_POLY1305_SHA256", "chacha20", 32, 12, None, "sha256"),
-    ):
-        out[sid] = Suite(sid, name, cipher, key, iv, mac, h, True)
-    for sid, name, cipher, key, iv, mac, h in (
         (0xC02B, "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256", "gcm", 16, 4, None, "sha256"),
         (0xC02C, "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384", "gcm", 32, 4, None, "sha384"),
         (0xC02F, "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256", "gcm", 16, 4, None, "sha256"),
@@ -102,9 +104,9 @@ def _suites() -> dict[int, Suite]:
         (0x0035, "TLS_RSA_WITH_AES_256_CBC_SHA", "cbc", 32, 0, "sha1", "sha256"),
         (0x003C, "TLS_RSA_WITH_AES_128_CBC_SHA256", "cbc", 16, 0, "sha256", "sha256"),
         (0x003D, "TLS_RSA_WITH_AES_256_CBC_SHA256", "cbc", 32, 0, "sha256", "sha256"),
-    ):
-        out[sid] = Suite(sid, name, cipher, key, iv, mac, h)
-    return out
+    )
+    return {sid: Suite(sid, name, cipher, key, iv, mac, h, sid >> 8 == 0x13)
+            for sid, name, cipher, key, iv, mac, h in table}
 
 
 #: the cipher suites :class:`TlsDecryptor` decrypts, by IANA code
@@ -178,68 +180,71 @@ def hkdf_expand_label(secret: bytes, label: bytes, context: bytes, length: int,
 
 class _Keys:
     """The record protection of one direction: cipher, key, IV (TLS 1.3 or TLS 1.2
-    implicit part), MAC key (CBC), sequence number."""
+    implicit part), MAC key (CBC), sequence number. The ``cryptography`` objects are made
+    once per key, not per record."""
 
-    __slots__ = ("suite", "tls13", "aead", "cbc_key", "iv", "mac_key", "seq", "secret")
+    __slots__ = ("suite", "tls13", "aead", "cbc", "iv", "iv_int", "mac_key", "seq", "secret",
+                 "invalid_tag")
 
     def __init__(self, suite: Suite, key: bytes, iv: bytes, mac_key: bytes = b"",
                  *, tls13: bool, secret: bytes = b"") -> None:
+        from cryptography.exceptions import InvalidTag
+        from cryptography.hazmat.primitives.ciphers import algorithms
         from cryptography.hazmat.primitives.ciphers.aead import AESGCM, ChaCha20Poly1305
 
         self.suite = suite
         self.tls13 = tls13
         self.aead = AESGCM(key) if suite.cipher == "gcm" else \
             ChaCha20Poly1305(key) if suite.cipher == "chacha20" else None
-        self.cbc_key = key if suite.cipher == "cbc" else b""
+        self.cbc = algorithms.AES(key) if suite.cipher == "cbc" else None
         self.iv = iv
+        self.iv_int = int.from_bytes(iv, "big")
         self.mac_key = mac_key
         self.seq = 0
         self.secret = secret
+        self.invalid_tag = InvalidTag
 
     def _nonce(self) -> bytes:
-        seq = self.seq.to_bytes(len(self.iv), "big")
-        return bytes(a ^ b for a, b in zip(self.iv, seq))
+        """The per-record nonce: the IV XOR the sequence number (RFC 8446 5.3, RFC 7905)."""
+        return (self.iv_int ^ self.seq).to_bytes(len(self.iv), "big")
 
     def open(self, rtype: int, version: bytes, body: bytes) -> tuple[int, bytes]:
         """Decrypt one record body: (content type, plaintext). Raises ``ValueError`` when
         it does not authenticate (wrong key) or is malformed."""
-        from cryptography.exceptions import InvalidTag
-
         seq8 = self.seq.to_bytes(8, "big")
         try:
             if self.tls13:
                 header = bytes([rtype]) + version + len(body).to_bytes(2, "big")
                 inner = self.aead.decrypt(self._nonce(), body, header)
-                end = len(inner)
-                while end and inner[end - 1] == 0:
-                    end -= 1
+                end = len(inner.rstrip(b"\0"))
                 if not end:
                     raise ValueError("TLS 1.3 record without a content type")
                 return inner[end - 1], inner[:end - 1]
-            if self.aead is not None and self.suite.cipher == "gcm":
+            if self.suite.cipher == "gcm":
                 if len(body) < 8 + 16:
                     raise ValueError("GCM record too short")
                 nonce = self.iv + body[:8]
                 aad = seq8 + bytes([rtype]) + version + (len(body) - 24).to_bytes(2, "big")
                 return rtype, self.aead.decrypt(nonce, body[8:], aad)
-            if self.aead is not None:
+            if self.suite.cipher == "chacha20":
                 if len(body) < 16:
                     raise ValueError("ChaCha20-Poly1305 record too short")
                 aad = seq8 + bytes([rtype]) + version + (len(body) - 16).to_bytes(2, "big")
                 return rtype, self.aead.decrypt(self._nonce(), body, aad)
             return rtype, self._open_cbc(rtype, version, body, seq8)
-        except InvalidTag:
+        except self.invalid_tag:
             raise ValueError("the record does not authenticate (wrong key?)") from None
         finally:
             self.seq += 1
 
     def _open_cbc(self, rtype: int, version: bytes, body: bytes, seq8: bytes) -> bytes:
-        from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+        """MAC-then-encrypt (RFC 5246 6.2.3.2): explicit IV, CBC, padding, HMAC."""
+        from cryptography.hazmat.primitives.ciphers import Cipher, modes
 
         mac_len = _HASH_LEN[self.suite.mac]
         if len(body) < 32 or len(body) % 16:
             raise ValueError("CBC record length is not a whole number of blocks")
-        dec = Cipher(algorithms.AES(self.cbc_key), modes.CBC(body[:16])).decryptor()
+        dec = Cipher(self.cbc, modes.CBC(body[:16])).decryptor()
         plain = dec.update(body[16:]) + dec.finalize()
         pad = plain[-1]
         if pad + 1 + mac_len > len(plain) or plain[-pad - 1:] != bytes([pad]) * (pad + 1):
@@ -254,16 +259,14 @@ class _Keys:
 
 
 class _Dir:
-    __slots__ = ("buf", "keys", "next_keys", "hs", "app_offset", "dead", "pending_ccs")
+    __slots__ = ("buf", "keys", "hs", "app_offset", "dead")
 
     def __init__(self) -> None:
         self.buf = bytearray()
         self.keys: _Keys | None = None
-        self.next_keys: _Keys | None = None   # TLS 1.2: keys armed by ChangeCipherSpec
         self.hs = bytearray()                 # handshake bytes not yet a whole message
         self.app_offset = 0
         self.dead = False
-        self.pending_ccs = False
 
 
 class TlsDecryptor:
@@ -278,8 +281,9 @@ class TlsDecryptor:
         version: ``"TLS 1.2"`` or ``"TLS 1.3"`` once the ServerHello is seen.
         suite: the :class:`Suite` (``None`` until known or when unsupported);
             ``suite_id`` its code.
-        decrypted_bytes, undecrypted_bytes: ciphertext bytes per direction decrypted and not
-            (records that could not be, and everything after a direction stopped).
+        decrypted_bytes, undecrypted_bytes: captured ciphertext bytes per direction
+            decrypted and not (records that could not be, and everything after a direction
+            stopped; bytes a gap lost are in neither).
     """
 
     def __init__(self, keylog: KeyLog) -> None:
@@ -293,7 +297,6 @@ class TlsDecryptor:
         self.etm = False
         self.decrypted_bytes = [0, 0]
         self.undecrypted_bytes = [0, 0]
-        self._hs_secrets: tuple[bytes, bytes] | None = None
         self._noted_no_key = False
 
     # ------------------------------------------------------------------ input
@@ -335,8 +338,7 @@ class TlsDecryptor:
             self._stop(direction, "gap", f"{length} bytes missing from the capture cut a TLS "
                        f"record of {self._who(direction)}: the rest of it is not decrypted",
                        ts_ns, out)
-        self.undecrypted_bytes[direction] += length
-        return out
+        return out      # the missing bytes are not in the capture: no byte count of theirs
 
     def finish(self) -> list[TlsNote]:
         """The connection ended: bytes of a record never completed are counted as not
@@ -365,26 +367,24 @@ class TlsDecryptor:
         size = 5 + len(body)
         if rtype == _CCS:
             self.decrypted_bytes[direction] += size
-            if self.version != "TLS 1.3":
-                d.keys, d.next_keys = d.next_keys, None
-                if d.keys is None:
-                    d.pending_ccs = True
-                    self._arm_tls12(direction, ts, out)
-            return
-        if d.keys is None and d.pending_ccs:
-            self.undecrypted_bytes[direction] += size
+            if self.version != "TLS 1.3":      # TLS 1.3: middlebox compatibility only
+                self._arm_tls12(direction, ts, out)
             return
         if d.keys is None:
             if rtype == _HANDSHAKE:
                 self.decrypted_bytes[direction] += size
-                self._handshake(direction, body, ts, out)
+                self._handshake(direction, body, ts, out, version_name(
+                    (version[0] << 8) | version[1]))
             elif rtype == _ALERT:
                 self.decrypted_bytes[direction] += size
                 self._alert(direction, body, ts, out)
             else:
                 self.undecrypted_bytes[direction] += size
-                if rtype == _APPDATA and self.version == "TLS 1.3":
-                    self._arm_tls13_handshake(ts, out)
+                if self.server_random is None:
+                    self._stop(direction, "no_key", "encrypted records of "
+                               f"{self._who(direction)} without a handshake in the capture "
+                               "(joined mid-stream): no client random to find its keys by",
+                               ts, out)
             return
         try:
             inner, plain = d.keys.open(rtype, version, body)
@@ -404,20 +404,29 @@ class TlsDecryptor:
             self._alert(direction, plain, ts, out)
 
     # ------------------------------------------------------------------ handshake
-    def _handshake(self, direction: int, data: bytes, ts: int, out: list) -> None:
+    def _handshake(self, direction: int, data: bytes, ts: int, out: list,
+                   record_version: str = "") -> None:
         d = self.dirs[direction]
         d.hs += data
         while len(d.hs) >= 4:
             mtype = d.hs[0]
             mlen = int.from_bytes(d.hs[1:4], "big")
+            if mlen > _MAX_HANDSHAKE:
+                self._stop(direction, "not_tls", f"a {mlen}-byte handshake message from "
+                           f"{self._who(direction)}: more than TLS stacks send "
+                           f"({_MAX_HANDSHAKE}), not followed", ts, out)
+                d.hs.clear()
+                return
             if len(d.hs) < 4 + mlen:
                 break
-            msg = bytes(d.hs[4:4 + mlen])
+            hello = parse_hello_message(bytes(d.hs[:4 + mlen]), record_version) \
+                if mtype in (1, 2) and d.keys is None else None
             del d.hs[:4 + mlen]
-            if mtype == 1 and direction == CLIENT and len(msg) >= 34:
-                self.client_random = msg[2:34]
-            elif mtype == 2 and direction == SERVER and len(msg) >= 38:
-                self._server_hello(msg, ts, out)
+            if hello is not None:
+                if hello.random is not None and mtype == 1 and direction == CLIENT:
+                    self.client_random = hello.random
+                elif hello.random is not None and mtype == 2 and direction == SERVER:
+                    self._server_hello(hello, ts, out)
             elif mtype == 20 and self.version == "TLS 1.3" and d.keys is not None:
                 # Finished: this side's application traffic secret from its next record
                 label = "CLIENT_TRAFFIC_SECRET_0" if direction == CLIENT else \
@@ -430,31 +439,13 @@ class TlsDecryptor:
                                            _HASH_LEN[suite.hash], suite.hash)
                 d.keys = self._tls13_from_secret(suite, secret)
 
-    def _server_hello(self, msg: bytes, ts: int, out: list) -> None:
-        random = msg[2:34]
-        if random == _HRR_RANDOM:
+    def _server_hello(self, hello: TlsHello, ts: int, out: list) -> None:
+        if hello.random == _HRR_RANDOM:
             return      # HelloRetryRequest: another ClientHello and ServerHello follow
-        self.server_random = random
-        sid_len = msg[34]
-        p = 35 + sid_len
-        if len(msg) < p + 3:
-            return
-        self.suite_id = int.from_bytes(msg[p:p + 2], "big")
-        version = int.from_bytes(msg[0:2], "big")
-        p += 3
-        if len(msg) >= p + 2:
-            end = min(len(msg), p + 2 + int.from_bytes(msg[p:p + 2], "big"))
-            p += 2
-            while p + 4 <= end:
-                etype = int.from_bytes(msg[p:p + 2], "big")
-                elen = int.from_bytes(msg[p + 2:p + 4], "big")
-                if etype == 43 and elen == 2:
-                    version = int.from_bytes(msg[p + 4:p + 6], "big")
-                elif etype == 22:
-                    self.etm = True
-                p += 4 + elen
-        self.version = {0x0304: "TLS 1.3", 0x0303: "TLS 1.2", 0x0302: "TLS 1.1",
-                        0x0301: "TLS 1.0"}.get(version, f"0x{version:04x}")
+        self.server_random = hello.random
+        self.suite_id = hello.cipher_suites
+        self.etm = hello.encrypt_then_mac
+        self.version = hello.version()
         self.suite = SUITES.get(self.suite_id)
         if self.suite is None or self.suite.tls13 != (self.version == "TLS 1.3") or \
                 self.version not in ("TLS 1.2", "TLS 1.3") or \
@@ -514,10 +505,8 @@ class TlsDecryptor:
         return self._tls13_from_secret(self.suite, secret)
 
     def _arm_tls13_handshake(self, ts: int, out: list) -> None:
-        if self.suite is None or self.dirs[CLIENT].keys is not None or \
-                self.dirs[SERVER].keys is not None or self._hs_secrets is not None:
-            return
-        self._hs_secrets = (b"", b"")
+        """After the ServerHello: both sides' records are protected with their handshake
+        traffic secrets (RFC 8446 7.1) until their Finished."""
         for direction, label in ((CLIENT, "CLIENT_HANDSHAKE_TRAFFIC_SECRET"),
                                  (SERVER, "SERVER_HANDSHAKE_TRAFFIC_SECRET")):
             keys = self._tls13_keys(direction, label, ts, out)
@@ -548,6 +537,4 @@ class TlsDecryptor:
         cmac, smac, ckey, skey, civ, siv = parts
         keys = _Keys(suite, ckey, civ, cmac, tls13=False) if direction == CLIENT else \
             _Keys(suite, skey, siv, smac, tls13=False)
-        d = self.dirs[direction]
-        d.keys = keys
-        d.pending_ccs = False
+        self.dirs[direction].keys = keys

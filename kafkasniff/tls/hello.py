@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["TlsHello", "looks_like_tls", "looks_like_tls_record", "parse_hello", "version_name"]
+__all__ = ["TlsHello", "looks_like_tls", "looks_like_tls_record", "parse_hello",
+           "parse_hello_message", "version_name"]
 
 CONTENT_TYPES = (20, 21, 22, 23)           # change_cipher_spec, alert, handshake, application_data
 CONTENT_HANDSHAKE = 22
@@ -24,6 +25,7 @@ MAX_HELLO_BYTES = 2 ** 18                  # refuse to assemble more than this
 EXT_SERVER_NAME = 0
 EXT_ALPN = 16
 EXT_SUPPORTED_VERSIONS = 43
+EXT_ENCRYPT_THEN_MAC = 22       # RFC 7366
 
 _VERSION_NAMES = {
     0x0002: "SSL 2.0", 0x0300: "SSL 3.0", 0x0301: "TLS 1.0", 0x0302: "TLS 1.1",
@@ -94,6 +96,9 @@ class TlsHello:
         sni: server_name extension host_name (client), ``None`` when absent.
         alpn: protocols of extension 16 (client: offered; server: selected).
         cipher_suites: client: number of cipher suites offered; server: the selected suite id.
+        random: the 32-byte client or server random (``None`` when cut before it); not in
+            :meth:`to_json`.
+        encrypt_then_mac: extension 22 (RFC 7366) is present; not in :meth:`to_json`.
         complete: False when the bytes stopped inside the hello (fields read so far are set,
             the rest are empty).
     """
@@ -106,6 +111,8 @@ class TlsHello:
     alpn: tuple[str, ...] = ()
     cipher_suites: int = 0
     complete: bool = True
+    random: bytes | None = None
+    encrypt_then_mac: bool = False
 
     def version(self) -> str:
         """Best statement of the version: a client's highest offered one, a server's
@@ -247,6 +254,8 @@ def _extensions(r: _Reader, is_client: bool, out: dict) -> None:
                 out["supported_versions"] = tuple(found)
             else:
                 out["supported_versions"] = (version_name(body.u16()),)
+        elif etype == EXT_ENCRYPT_THEN_MAC:
+            out["encrypt_then_mac"] = True
     if short or exts.remaining():
         raise _Short()
 
@@ -270,6 +279,22 @@ def _parse_hello(data: bytes) -> TlsHello | None:
         record_version, hs = _assemble(data)
     except (_Bad, _Short):
         return None
+    return _hello_message(hs, version_name(record_version))
+
+
+def parse_hello_message(message: bytes, record_version: str) -> TlsHello | None:
+    """Parse one whole handshake message (type, 24-bit length, body), as a record layer that
+    has reassembled it has it (RFC 8446 section 4): a :class:`TlsHello` for a ClientHello or
+    ServerHello, ``None`` for another message or one that stops before its version field.
+    ``record_version``: the version of the record that carried it (``"TLS 1.2"``). Never
+    raises."""
+    try:
+        return _hello_message(bytes(message), record_version)
+    except Exception:   # noqa: BLE001 - garbage in, None out
+        return None
+
+
+def _hello_message(hs: bytes, record_version: str) -> TlsHello | None:
     if len(hs) < 6 or hs[0] not in (HANDSHAKE_CLIENT_HELLO, HANDSHAKE_SERVER_HELLO):
         return None
     is_client = hs[0] == HANDSHAKE_CLIENT_HELLO
@@ -279,12 +304,12 @@ def _parse_hello(data: bytes) -> TlsHello | None:
     r = _Reader(hs, 4, min(len(hs), 4 + length))
     fields: dict = {
         "handshake": "client_hello" if is_client else "server_hello",
-        "record_version": version_name(record_version),
+        "record_version": record_version,
         "legacy_version": version_name(r.u16()),
     }
     complete = True
     try:
-        r.take(32)                           # random
+        fields["random"] = r.take(32)
         r.take(r.u8())                       # legacy_session_id
         if is_client:
             n = r.u16()

@@ -12,8 +12,9 @@ used here:
 Other labels (``EXPORTER_SECRET``, ``EARLY_EXPORTER_SECRET``, ``CLIENT_EARLY_TRAFFIC_SECRET``)
 are kept but not needed. :class:`KeyLog` reads files incrementally: a file that grows (a
 client still connecting while ``live`` runs) is read again from where it stopped, whole lines
-only. A line that does not parse is counted in :attr:`KeyLog.bad_lines`, never an error.
-Secrets never leave this object except to the decryption that asks for them.
+only, whenever a secret is asked for that is not known yet. A line that does not parse is
+counted in :attr:`KeyLog.bad_lines`, never an error. Secrets never leave this object except
+to the decryption that asks for them.
 """
 
 from __future__ import annotations
@@ -100,8 +101,12 @@ class KeyLog:
         return added
 
     def get(self, client_random: bytes, label: str) -> bytes | None:
-        """The secret of ``label`` for the session of ``client_random``, or ``None``."""
+        """The secret of ``label`` for the session of ``client_random``, or ``None``. A
+        secret not known yet makes the files be read again for lines added since (a client
+        still writing its key log while ``live`` runs); ``None`` only after that."""
         slot = self._secrets.get(client_random)
+        if (slot is None or label not in slot) and self._files and self.refresh():
+            slot = self._secrets.get(client_random)
         return None if slot is None else slot.get(label)
 
     def has(self, client_random: bytes) -> bool:

@@ -6,9 +6,19 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests.live.helpers import capture_permission
 from tests.support.go_clients import GoClients
 from tests.support.java_clients import JavaClients
 from tests.support.kafka_broker import LIB_DIR, KafkaBroker, KafkaCluster
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _can_capture() -> None:
+    """Every test here captures on loopback with tcpdump: skip, saying why, without the
+    permission (tests/live/helpers.capture_permission), before any broker starts."""
+    reason = capture_permission()
+    if reason is not None:
+        pytest.skip(reason)
 
 
 @pytest.fixture(scope="session")
@@ -16,12 +26,8 @@ def kafka_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaBrok
     """A started single-node Kafka 4.3.1 broker (KRaft, PLAINTEXT on 127.0.0.1), shared by
     the session; skips when Java or the jars (tests/broker/fetch.sh) are missing. Its
     configuration and logs stay in pytest's temporary directory (``kafka-broker*``)."""
-    broker = KafkaBroker(LIB_DIR, tmp_path_factory.mktemp("kafka-broker"))
-    broker.start()
-    try:
+    with KafkaBroker(LIB_DIR, tmp_path_factory.mktemp("kafka-broker")) as broker:
         yield broker
-    finally:
-        broker.stop()
 
 
 @pytest.fixture(scope="session")
@@ -43,9 +49,5 @@ def go_clients(kafka_broker: KafkaBroker, tmp_path_factory: pytest.TempPathFacto
 def kafka_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaCluster]:
     """A started 3-node Kafka 4.3.1 cluster (KRaft, every node broker and controller); skips
     like ``kafka_broker``."""
-    cluster = KafkaCluster(LIB_DIR, tmp_path_factory.mktemp("kafka-cluster"))
-    cluster.start()
-    try:
+    with KafkaCluster(LIB_DIR, tmp_path_factory.mktemp("kafka-cluster")) as cluster:
         yield cluster
-    finally:
-        cluster.stop()

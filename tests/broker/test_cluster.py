@@ -30,10 +30,6 @@ from tests.broker.common import (
     unpaired,
 )
 from tests.broker.scenarios import failover_scenario
-from tests.live.helpers import capture_permission
-
-pytestmark = [pytest.mark.skipif(capture_permission() is not None,
-                                 reason=capture_permission() or "")]
 
 PARTITIONS = 3
 

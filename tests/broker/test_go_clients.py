@@ -33,10 +33,6 @@ from tests.broker.scenarios import (
     PRODUCER_SPECS,
     go_scenario,
 )
-from tests.live.helpers import capture_permission
-
-pytestmark = [pytest.mark.skipif(capture_permission() is not None,
-                                 reason=capture_permission() or "")]
 
 N = 4
 SPECS = PRODUCER_SPECS

@@ -40,10 +40,6 @@ from tests.broker.scenarios import (
     java_scenario,
 )
 from tests.captures.test_secrets import _leaks
-from tests.live.helpers import capture_permission
-
-pytestmark = [pytest.mark.skipif(capture_permission() is not None,
-                                 reason=capture_permission() or "")]
 
 N = 6
 SPECS = PRODUCER_SPECS

@@ -14,12 +14,7 @@ from __future__ import annotations
 import time
 import uuid
 
-import pytest
-
-from tests.live.helpers import LiveProcess, capture_permission
-
-pytestmark = [pytest.mark.skipif(capture_permission() is not None,
-                                 reason=capture_permission() or "")]
+from tests.live.helpers import LiveProcess
 
 N = 30
 

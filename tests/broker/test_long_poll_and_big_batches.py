@@ -24,10 +24,6 @@ from tests.broker.common import (
     unexpected_issues,
     unpaired,
 )
-from tests.live.helpers import capture_permission
-
-pytestmark = [pytest.mark.skipif(capture_permission() is not None,
-                                 reason=capture_permission() or "")]
 
 RECORD_BYTES = 1000
 BATCH_BYTES = 1_200_000

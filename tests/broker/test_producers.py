@@ -19,10 +19,6 @@ import pytest
 
 from kafkasniff.model import ExchangeStatus
 from tests.broker.common import capture_scenario, unpaired
-from tests.live.helpers import capture_permission
-
-pytestmark = [pytest.mark.skipif(capture_permission() is not None,
-                                 reason=capture_permission() or "")]
 
 N = 12
 MODES = {"acks0": {"acks": 0}, "acks1": {"acks": 1}, "acksall": {"acks": "all"},

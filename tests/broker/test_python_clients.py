@@ -11,42 +11,30 @@ commits).
 from __future__ import annotations
 
 import asyncio
-import sys
 import uuid
 from collections import Counter
 
 import pytest
 
 from tests.broker.common import (
-    CAPTURES,
     body_differences,
     capture_scenario,
     committed_missing,
     consumed_missing,
+    from_harness,
     produced_mismatches,
     status_allowing_resets,
     unexpected_issues,
     unpaired,
 )
 from tests.broker.scenarios import PRODUCER_SPECS
-from tests.live.helpers import capture_permission
-
-pytestmark = [pytest.mark.skipif(capture_permission() is not None,
-                                 reason=capture_permission() or "")]
 
 N = 4
 
 
 def _request_log():
-    added = str(CAPTURES) not in sys.path
-    if added:
-        sys.path.insert(0, str(CAPTURES))
-    try:
-        from harness.client_logs import RequestLog
-    finally:
-        if added and str(CAPTURES) in sys.path:
-            sys.path.remove(str(CAPTURES))
-    return RequestLog()
+    """A recorder of client debug logs (captures/harness/client_logs.py)."""
+    return from_harness("client_logs", "RequestLog")()
 
 
 async def _aiokafka(bs: str, topic: str, tag: str, log) -> list[dict]:

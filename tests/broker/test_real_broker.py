@@ -44,12 +44,10 @@ from tests.broker.common import (
     librdkafka_all_topics_metadata,
     tcpdump_class,
 )
-from tests.live.helpers import capture_permission
 from tests.support.kafka_broker import KafkaBroker, LoggedRequest
 
 pytestmark = [
     pytest.mark.skipif(shutil.which("tcpdump") is None, reason="tcpdump not installed"),
-    pytest.mark.skipif(capture_permission() is not None, reason=capture_permission() or ""),
     pytest.mark.filterwarnings("ignore::DeprecationWarning"),   # kafka-python
 ]
 
@@ -208,10 +206,6 @@ def _records(cap: Captured, api: str):
 
 
 # --------------------------------------------------------------------------- tests
-
-
-def test_broker_started_quickly(kafka_broker: KafkaBroker):
-    assert kafka_broker.start_seconds is not None and kafka_broker.start_seconds < 60
 
 
 def test_every_logged_request_is_found_and_paired(captured: Captured):

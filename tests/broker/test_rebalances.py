@@ -14,7 +14,6 @@ partitions between a and b while both are members, and each leaves with member_e
 from __future__ import annotations
 
 import uuid
-from collections import defaultdict
 
 import pytest
 
@@ -25,10 +24,6 @@ from tests.broker.common import (
     unexpected_issues,
     unpaired,
 )
-from tests.live.helpers import capture_permission
-
-pytestmark = [pytest.mark.skipif(capture_permission() is not None,
-                                 reason=capture_permission() or "")]
 
 PARTITIONS = 4
 STEP_MS = "2500"

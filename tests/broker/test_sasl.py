@@ -20,11 +20,7 @@ from click.testing import CliRunner
 from kafkasniff.cli import main
 from tests.broker.common import capture_scenario, every_output, unpaired
 from tests.captures.test_secrets import _leaks
-from tests.live.helpers import capture_permission
 from tests.support.kafka_broker import OAUTHBEARER_PRINCIPAL, SASL_USERS
-
-pytestmark = [pytest.mark.skipif(capture_permission() is not None,
-                                 reason=capture_permission() or "")]
 
 SECRETS = [password.encode() for _, password in SASL_USERS.values()]
 

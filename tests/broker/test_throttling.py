@@ -22,10 +22,6 @@ from click.testing import CliRunner
 from kafkasniff.cli import main
 from kafkasniff.model import ExchangeStatus
 from tests.broker.common import capture_scenario, client_port
-from tests.live.helpers import capture_permission
-
-pytestmark = [pytest.mark.skipif(capture_permission() is not None,
-                                 reason=capture_permission() or "")]
 
 RATE = 4096             # bytes per second, both quotas
 RECORDS, SIZE = 12, 1024

@@ -22,10 +22,6 @@ import pytest
 from kafkasniff.model import ConnectionKind
 from tests.broker.common import capture_scenario, client_port
 from tests.broker.scenarios import TLS_RUNS, tls_scenario
-from tests.live.helpers import capture_permission
-
-pytestmark = [pytest.mark.skipif(capture_permission() is not None,
-                                 reason=capture_permission() or "")]
 
 N = 3
 

@@ -16,8 +16,7 @@ import json
 
 import pytest
 
-from kafkasniff.model import ConnectionSummary, DecodeIssue, Exchange
-from kafkasniff.pipeline import Pipeline, PipelineOptions, analyze
+from kafkasniff.pipeline import PipelineOptions
 from tests.broker.common import (
     BrokerCapture,
     admin_mismatches,
@@ -25,7 +24,9 @@ from tests.broker.common import (
     client_port,
     committed_missing,
     consumed_missing,
+    decode,
     every_output,
+    logged_from_truth,
     produced_mismatches,
     status_allowing_resets,
     unexpected_issues,
@@ -36,7 +37,6 @@ from tests.broker.scenarios import GO_ADMIN_APIS, JAVA_ADMIN_APIS
 from tests.captures.test_secrets import _leaks
 from tests.conftest import CAPTURES
 from tests.support.client_truth import ClientRequest, ClientRun
-from tests.support.kafka_broker import LoggedRequest
 
 #: the plaintext ones (broker_tls is encrypted: its own tests below)
 PCAPS = sorted(p for p in CAPTURES.glob("broker_*.pcap") if p.stem != "broker_tls")
@@ -49,26 +49,9 @@ def loaded(name: str) -> tuple[dict, BrokerCapture, dict[str, ClientRun]]:
     """The truth, the decoded capture (with records) and the clients' runs of ``name``."""
     pcap = CAPTURES / f"{name}.pcap"
     truth = json.loads(pcap.with_suffix(".truth.json").read_text())
-    exchanges, issues, connections = [], [], {}
-    pipe = Pipeline(PipelineOptions(ports=frozenset(truth["broker_ports"]), with_records=True,
-                                    meta_records=True))
-    for rec in analyze([pcap], pipeline=pipe):
-        if type(rec) is Exchange:
-            exchanges.append(rec)
-            issues.extend(rec.issues)
-        elif type(rec) is DecodeIssue:
-            issues.append(rec)
-        elif type(rec) is ConnectionSummary:
-            connections[rec.client] = rec
-    logged = [LoggedRequest(
-        api_key=r["api_key"], api_version=r["api_version"], correlation_id=r["correlation_id"],
-        client_id=r["client_id"], listener="PLAINTEXT", local_port=r["broker_port"],
-        client_host="127.0.0.1", client_port=r["client_port"],
-        total_time_ms=r["total_time_ms"], throttle_time_ms=r["throttle_time_ms"],
-        forwarded=False, logged_at=r["logged_at"],
-        fields={k: r[k] for k in ("request", "response") if r.get(k) is not None}
-        | {"sendTimeMs": r["send_time_ms"]})
-        for r in truth["broker_requests"]]
+    cap, _ = decode(pcap, PipelineOptions(ports=frozenset(truth["broker_ports"]),
+                                          with_records=True),
+                    logged_from_truth(truth["broker_requests"]))
     runs: dict[str, ClientRun] = {}
     for q in truth["client_requests"]:
         runs.setdefault(q["run"], ClientRun([], [], pcap)).requests.append(ClientRequest(
@@ -77,7 +60,7 @@ def loaded(name: str) -> tuple[dict, BrokerCapture, dict[str, ClientRun]]:
     for e in truth["client_events"]:
         runs.setdefault(e["run"], ClientRun([], [], pcap)).lines.append(
             {k: v for k, v in e.items() if k != "run"})
-    return truth, BrokerCapture(pcap, exchanges, logged, issues, connections), runs
+    return truth, cap, runs
 
 
 @pytest.fixture(params=NAMES)
@@ -169,7 +152,8 @@ def test_consumed_records_are_in_the_fetch_responses(family, run, api):
 
 
 @pytest.mark.parametrize("family,run,apis", [
-    ("broker_java", "admin", JAVA_ADMIN_APIS), ("broker_go", "franz/admin", GO_ADMIN_APIS["franz"]),
+    ("broker_java", "admin", JAVA_ADMIN_APIS),
+    ("broker_go", "franz/admin", GO_ADMIN_APIS["franz"]),
     ("broker_go", "sarama/admin", GO_ADMIN_APIS["sarama"])])
 def test_admin_operations_decode_with_the_errors_the_client_saw(family, run, apis):
     truth, cap, runs = loaded(family)
@@ -205,14 +189,10 @@ def test_default_decode_finds_every_broker_connection(name):
     """Without --port (the failover's nodes are not on 9092): every connection is found and
     read in the right direction, including those joined mid-stream."""
     truth, cap, _ = loaded(name)
-    pipe = Pipeline(PipelineOptions(meta_records=True))
-    ids = set()
-    for rec in analyze([cap.pcap], pipeline=pipe):
-        if type(rec) is Exchange:
-            ids.add((rec.broker, rec.client, rec.correlation_id, rec.api_key))
+    default, _ = decode(cap.pcap, PipelineOptions())
+    ids = {(ex.broker, ex.client, ex.correlation_id, ex.api_key) for ex in default.exchanges}
     want = {(ex.broker, ex.client, ex.correlation_id, ex.api_key) for ex in cap.exchanges}
     assert ids == want
-
 
 
 # --------------------------------------------------------------------------- broker_tls
@@ -222,9 +202,9 @@ def test_tls_capture_is_tls_and_its_key_log_matches():
     the committed key log holds a client random for every connection (the material the TLS
     decryption works from)."""
     truth = json.loads(TLS.with_suffix(".truth.json").read_text())
-    connections = [rec for rec in analyze([TLS], pipeline=Pipeline(PipelineOptions(
-        ports=frozenset(truth["broker_ports"]), meta_records=True)))
-        if type(rec) is ConnectionSummary]
+    cap, pipe = decode(TLS, PipelineOptions(ports=frozenset(truth["broker_ports"])))
+    connections = list(cap.connections.values())
+    assert sum(pipe.stats.bytes.values()) == TLS.stat().st_size
     assert connections and {c.kind for c in connections} == {"tls"}
     assert {c.tls["server_hello"]["version"] for c in connections} == {"TLS 1.2", "TLS 1.3"}
     randoms = {line.split()[1] for line in (CAPTURES / truth["keylog"]).read_text().splitlines()

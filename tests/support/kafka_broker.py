@@ -272,7 +272,6 @@ class KafkaBroker:
         self.server_log = self.work_dir / "server.log"
         self.config = self._config(extra_config or {})
         self.proc: subprocess.Popen | None = None
-        self.start_seconds: float | None = None
 
     @property
     def bootstrap_servers(self) -> str:
@@ -382,10 +381,9 @@ class KafkaBroker:
         Calls ``pytest.skip`` when Java or the jars are missing; raises
         :class:`KafkaBrokerError` (with the server log's tail) when the broker fails.
         """
-        t0 = time.monotonic()
+        deadline = time.monotonic() + timeout
         self.launch()
-        self.wait_ready(t0 + timeout)
-        self.start_seconds = time.monotonic() - t0
+        self.wait_ready(deadline)
         return self
 
     def launch(self, *, format_storage: bool = True) -> None:
@@ -614,14 +612,11 @@ class KafkaCluster:
         return self
 
     def wait_for_brokers(self, count: int, deadline: float) -> None:
-        """Wait until Metadata lists ``count`` brokers."""
-        from confluent_kafka.admin import AdminClient
-
-        admin = AdminClient({"bootstrap.servers": self.bootstrap_servers,
-                             "client.id": "kafkasniff-ready-check"})
+        """Wait until Metadata lists ``count`` brokers (monotonic ``deadline``); raises
+        :class:`KafkaBrokerError` when it does not in time."""
         while time.monotonic() < deadline:
             try:
-                if len(admin.list_topics(timeout=5).brokers) >= count:
+                if len(self._admin().list_topics(timeout=5).brokers) >= count:
                     return
             except Exception:   # KafkaException while nodes start
                 pass
@@ -676,3 +671,9 @@ class KafkaCluster:
         self._admin_client = None
         for b in self.nodes.values():
             b.stop(kill=True)
+
+    def __enter__(self) -> "KafkaCluster":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

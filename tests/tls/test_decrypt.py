@@ -15,42 +15,32 @@ import json
 import pytest
 
 from kafkasniff.issues import IssueKind
-from kafkasniff.model import ConnectionSummary, DecodeIssue, Exchange, ExchangeStatus
-from kafkasniff.pipeline import DECODED_BYTES, SKIPPED_BYTES, Pipeline, PipelineOptions, analyze
+from kafkasniff.model import ExchangeStatus
+from kafkasniff.pipeline import DECODED_BYTES, SKIPPED_BYTES, Pipeline, PipelineOptions
 from kafkasniff.tls.decrypt import CLIENT, SERVER, TlsDecryptor, prf
 from kafkasniff.tls.keylog import KeyLog
-from tests.broker.common import BrokerCapture, body_differences, unpaired
+from tests.broker.common import (
+    BrokerCapture,
+    body_differences,
+    decode,
+    logged_from_truth,
+    unpaired,
+)
 from tests.captures.test_secrets import _leaks
 from tests.conftest import CAPTURES
-from tests.support.kafka_broker import LoggedRequest
 
 PCAP = CAPTURES / "broker_tls.pcap"
 KEYLOG = CAPTURES / "broker_tls.keylog"
 TRUTH = json.loads(PCAP.with_suffix(".truth.json").read_text())
 
 
-def decode(keylog_paths, *, ports=True) -> tuple[BrokerCapture, Pipeline]:
-    pipe = Pipeline(PipelineOptions(
+def decode_tls(keylog_paths, *, ports=True) -> tuple[BrokerCapture, Pipeline]:
+    """broker_tls.pcap decoded with the key logs ``keylog_paths`` (on its broker ports, or
+    on the default port only), with the broker's logged requests."""
+    return decode(PCAP, PipelineOptions(
         ports=frozenset(TRUTH["broker_ports"]) if ports else frozenset({9092}),
-        tls_keylog=tuple(str(p) for p in keylog_paths), meta_records=True, with_records=True))
-    exchanges, issues, connections = [], [], {}
-    for rec in analyze([PCAP], pipeline=pipe):
-        if type(rec) is Exchange:
-            exchanges.append(rec)
-            issues.extend(rec.issues)
-        elif type(rec) is DecodeIssue:
-            issues.append(rec)
-        elif type(rec) is ConnectionSummary:
-            connections[rec.client] = rec
-    logged = [LoggedRequest(
-        api_key=r["api_key"], api_version=r["api_version"], correlation_id=r["correlation_id"],
-        client_id=r["client_id"], listener=None, local_port=r["broker_port"],
-        client_host="127.0.0.1", client_port=r["client_port"],
-        total_time_ms=r["total_time_ms"], throttle_time_ms=r["throttle_time_ms"],
-        forwarded=False, logged_at=r["logged_at"],
-        fields={k: r[k] for k in ("request", "response") if r.get(k) is not None})
-        for r in TRUTH["broker_requests"]]
-    return BrokerCapture(PCAP, exchanges, logged, issues, connections), pipe
+        tls_keylog=tuple(str(p) for p in keylog_paths), with_records=True),
+        logged_from_truth(TRUTH["broker_requests"]))
 
 
 def _ledger_adds_up(pipe: Pipeline) -> None:
@@ -102,7 +92,7 @@ def test_tls12_prf_matches_a_published_vector():
 
 @pytest.fixture(scope="module")
 def decrypted():
-    return decode([KEYLOG])
+    return decode_tls([KEYLOG])
 
 
 def test_every_logged_request_is_decrypted_and_paired(decrypted):
@@ -135,7 +125,7 @@ def test_every_version_and_suite_decrypts_every_byte(decrypted):
 
 def test_tls_found_on_any_port_by_its_client_hello():
     """Without --port the broker ports are unknown: the ClientHello's sender is the client."""
-    cap, _ = decode([KEYLOG], ports=False)
+    cap, _ = decode_tls([KEYLOG], ports=False)
     assert not unpaired(cap)
 
 
@@ -179,7 +169,7 @@ def every_output_with_keys(tmp_path):
 def test_without_keys_each_connection_says_why_and_the_bytes_add_up(tmp_path):
     empty = tmp_path / "empty.log"
     empty.write_text("")
-    cap, pipe = decode([empty])
+    cap, pipe = decode_tls([empty])
     assert not cap.exchanges
     notes = [i for i in cap.issues if i.kind == IssueKind.TLS_UNDECRYPTED]
     assert len(notes) == len(cap.connections) == 12
@@ -201,7 +191,7 @@ def test_a_wrong_key_is_reported_and_the_rest_decodes(tmp_path):
     lines[i] = f"{label} {random} {secret[:-2]}{int(secret[-2:], 16) ^ 1:02x}"
     bad = tmp_path / "bad.log"
     bad.write_text("\n".join(lines) + "\n")
-    cap, pipe = decode([bad])
+    cap, pipe = decode_tls([bad])
     failed = [i for i in cap.issues if i.kind == IssueKind.TLS_UNDECRYPTED]
     assert failed and all("authenticate" in i.message for i in failed)
     assert len({i.client for i in failed}) == 1
@@ -216,10 +206,12 @@ def test_garbage_and_gaps_never_raise():
     notes = dec.feed(CLIENT, b"\x16\x03\x01\x00\x05hello" + bytes(range(256)) * 4, 1)
     assert [n.kind for n in notes] == ["not_tls"]
     assert dec.feed(CLIENT, b"more", 2) == []
+    dec.feed(SERVER, b"\x16\x03\x03\x00\x10abc", 3)        # a record cut by the gap
     notes = dec.on_gap(SERVER, 100, 3)
     assert [n.kind for n in notes] == ["gap"]
     dec.finish()
-    assert dec.undecrypted_bytes[CLIENT] > 0 and dec.undecrypted_bytes[SERVER] == 100
+    # the captured bytes of the cut record are counted; the 100 never captured are not
+    assert dec.undecrypted_bytes[CLIENT] > 0 and dec.undecrypted_bytes[SERVER] == 8
 
 
 @pytest.mark.parametrize("command", [["tui"], ["spark", "decode", "-o", "out"]])
@@ -230,3 +222,58 @@ def test_commands_without_decryption_refuse_a_key_log(command):
 
     res = CliRunner().invoke(main, command + ["--tls-keylog", str(KEYLOG), str(PCAP)])
     assert res.exit_code == 2 and "--tls-keylog is not supported" in res.output
+
+
+def test_key_log_lines_written_after_the_decryption_started_are_used(tmp_path):
+    """A key log still being written (live capture): the secrets a connection needs are
+    looked for again in the file when they are not known yet."""
+    path = tmp_path / "growing.log"
+    path.write_text("")
+    log = KeyLog([path])
+    random = bytes.fromhex("ef" * 32)
+    assert log.get(random, "CLIENT_RANDOM") is None
+    path.write_text(f"CLIENT_RANDOM {random.hex()} {'44' * 48}\n")
+    assert log.get(random, "CLIENT_RANDOM") == bytes.fromhex("44" * 48)
+
+
+def test_records_without_a_handshake_are_reported():
+    """Joined mid-stream: encrypted records and no hello to take a client random from."""
+    dec = TlsDecryptor(KeyLog())
+    notes = dec.feed(CLIENT, b"\x17\x03\x03\x00\x20" + bytes(32), 5)
+    assert [n.kind for n in notes] == ["no_key"] and "mid-stream" in notes[0].message
+    assert dec.undecrypted_bytes[CLIENT] == 37
+
+
+def test_an_oversized_handshake_message_is_not_held():
+    dec = TlsDecryptor(KeyLog())
+    notes = dec.feed(SERVER, b"\x16\x03\x03\x00\x04" + b"\x0b\xff\xff\xff", 7)
+    assert [n.kind for n in notes] == ["not_tls"] and not dec.dirs[SERVER].hs
+
+
+def test_a_lost_segment_stops_one_side_and_the_bytes_still_add_up(tmp_path):
+    """broker_tls.pcap with one TLS data segment dropped: that side reports the gap, the
+    byte ledger counts only what was captured, the other connections decode."""
+    import dpkt
+
+    cut = tmp_path / "cut.pcap"
+    with open(PCAP, "rb") as f, open(cut, "wb") as g:
+        reader = dpkt.pcap.Reader(f)
+        writer = dpkt.pcap.Writer(g, snaplen=reader.snaplen, linktype=reader.datalink(),
+                                  nano=True)
+        data_packets = 0
+        for ts, buf in reader:
+            tcp = dpkt.ethernet.Ethernet(buf).data.data
+            if tcp.data:
+                data_packets += 1
+                if data_packets == 40:
+                    continue
+            writer.writepkt(buf, ts)
+    cap, pipe = decode(cut, PipelineOptions(ports=frozenset(TRUTH["broker_ports"]),
+                                            tls_keylog=(str(KEYLOG),)),
+                       logged_from_truth(TRUTH["broker_requests"]))
+    gaps = [i for i in cap.issues
+            if i.kind == IssueKind.TLS_UNDECRYPTED and "missing" in i.message]
+    assert len(gaps) == 1
+    ledger = pipe.stats.bytes
+    assert sum(ledger.values()) == cut.stat().st_size
+    assert len([ex for ex in cap.exchanges if ex.status == ExchangeStatus.PAIRED]) > 30

@@ -155,19 +155,19 @@ func franzAdmin(w *wireLog, bootstrap, tag, clientID string) {
 	admin("create_partitions", first(err, cp.Error()))
 	v := "3600000"
 	ac, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Name: "retention.ms", Value: &v}}, topic)
-	admin("alter_topic_config", first(err, alterErr(ac)))
+	admin("alter_topic_config", first(err, firstErr(ac, func(r kadm.AlterConfigsResponse) error { return r.Err })))
 	rc, err := adm.DescribeTopicConfigs(ctx, topic)
-	admin("describe_topic_config", first(err, configsErr(rc)))
+	admin("describe_topic_config", first(err, firstErr(rc, func(r kadm.ResourceConfig) error { return r.Err })))
 	acl := kadm.NewACLs().Allow("User:alice").AllowHosts("*").Topics(aclTopic).
 		ResourcePatternType(kadm.ACLPatternLiteral).Operations(kadm.OpRead)
 	cr, err := adm.CreateACLs(ctx, acl)
-	admin("create_acls", first(err, createACLsErr(cr)))
+	admin("create_acls", first(err, firstErr(cr, func(r kadm.CreateACLsResult) error { return r.Err })))
 	filter := kadm.NewACLs().Topics(aclTopic).ResourcePatternType(kadm.ACLPatternLiteral).
 		Operations(kadm.OpAny).Allow().AllowHosts().Deny().DenyHosts()
 	dr, err := adm.DescribeACLs(ctx, filter)
-	admin("describe_acls", first(err, describeACLsErr(dr)))
+	admin("describe_acls", first(err, firstErr(dr, func(r kadm.DescribeACLsResult) error { return r.Err })))
 	del, err := adm.DeleteACLs(ctx, filter)
-	admin("delete_acls", first(err, deleteACLsErr(del)))
+	admin("delete_acls", first(err, firstErr(del, func(r kadm.DeleteACLsResult) error { return r.Err })))
 	sc, err := adm.AlterUserSCRAMs(ctx, nil, []kadm.UpsertSCRAM{{User: "erin",
 		Mechanism: kadm.ScramSha512, Iterations: 4096, Password: "erin-scram512-Pa55word"}})
 	admin("alter_scram_credentials", first(err, sc.Error()))
@@ -190,46 +190,11 @@ func first(errs ...error) error {
 	return nil
 }
 
-func alterErr(rs kadm.AlterConfigsResponses) error {
-	for _, r := range rs {
-		if r.Err != nil {
-			return r.Err
-		}
-	}
-	return nil
-}
-
-func configsErr(rs kadm.ResourceConfigs) error {
-	for _, r := range rs {
-		if r.Err != nil {
-			return r.Err
-		}
-	}
-	return nil
-}
-
-func createACLsErr(rs kadm.CreateACLsResults) error {
-	for _, r := range rs {
-		if r.Err != nil {
-			return r.Err
-		}
-	}
-	return nil
-}
-
-func describeACLsErr(rs kadm.DescribeACLsResults) error {
-	for _, r := range rs {
-		if r.Err != nil {
-			return r.Err
-		}
-	}
-	return nil
-}
-
-func deleteACLsErr(rs kadm.DeleteACLsResults) error {
-	for _, r := range rs {
-		if r.Err != nil {
-			return r.Err
+// firstErr is the first per-item error of a kadm result slice (nil when none).
+func firstErr[T any](items []T, errOf func(T) error) error {
+	for _, it := range items {
+		if err := errOf(it); err != nil {
+			return err
 		}
 	}
 	return nil

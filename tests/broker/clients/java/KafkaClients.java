@@ -311,13 +311,9 @@ public final class KafkaClients {
                     report("revoked", parts);
                 }
                 void report(String what, Collection<TopicPartition> parts) {
-                    List<Integer> ids = new ArrayList<>();
-                    for (TopicPartition tp : parts) {
-                        ids.add(tp.partition());
-                    }
-                    Collections.sort(ids);
                     try {
-                        emit(line("event", what, "client_id", clientId, "partitions", ids,
+                        emit(line("event", what, "client_id", clientId,
+                                  "partitions", sorted(parts),
                                   "assignment", sorted(c.assignment())));
                     } catch (Exception e) {
                         throw new RuntimeException(e);
@@ -331,7 +327,8 @@ public final class KafkaClients {
         emit(line("event", "left", "client_id", clientId));
     }
 
-    private static List<Integer> sorted(Set<TopicPartition> parts) {
+    /** The partition numbers of {@code parts}, ascending. */
+    private static List<Integer> sorted(Collection<TopicPartition> parts) {
         List<Integer> ids = new ArrayList<>();
         for (TopicPartition tp : parts) {
             ids.add(tp.partition());
