@@ -213,8 +213,11 @@ def status_allowing_resets(cap) -> Callable[[Exchange], str]:
 def unfound_client_requests(cap: BrokerCapture, requests) -> list[tuple]:
     """The requests a client says it sent (:class:`~tests.support.client_truth.ClientRequest`)
     that the capture does not hold exactly once with the same api_key, api_version and
-    expected status: by (client port, correlation_id) when the client names the port, else
-    by (client_id, correlation_id). ``(request, what was found)`` each."""
+    expected status (:func:`status_allowing_resets`: a consumer that closes with a
+    long-poll outstanding leaves it unanswered): by (client port, correlation_id) when the
+    client names the port, else by (client_id, correlation_id). ``(request, what was
+    found)`` each."""
+    status = status_allowing_resets(cap)
     by_port, by_id = defaultdict(list), defaultdict(list)
     for ex in cap.exchanges:
         by_port[(client_port(ex.client), ex.correlation_id)].append(ex)
@@ -225,7 +228,7 @@ def unfound_client_requests(cap: BrokerCapture, requests) -> list[tuple]:
             else by_id[(r.client_id, r.correlation_id)]
         got = [(ex.api_key, ex.api_version, ex.client_id, ex.status) for ex in found]
         want = [(r.api_key, r.api_version, r.client_id,
-                 expected_status(found[0]) if found else ExchangeStatus.PAIRED)]
+                 status(found[0]) if found else ExchangeStatus.PAIRED)]
         if got != want:
             problems.append((r, got))
     return problems
