@@ -228,6 +228,25 @@ class RecordsSummary:
 
 
 @dataclass(frozen=True, slots=True)
+class TlsSession:
+    """The TLS session an exchange was decrypted from (``--tls-keylog``, docs/tls.md).
+
+    Attributes:
+        version: ``"TLS 1.2"`` or ``"TLS 1.3"`` (the ServerHello's, RFC 8446 4.2.1).
+        cipher_suite: IANA name of the negotiated suite (``TLS_AES_128_GCM_SHA256`` ...).
+        sni: the server name the client asked for (RFC 6066 server_name), ``None`` if none.
+    """
+
+    version: str
+    cipher_suite: str
+    sni: str | None = None
+
+    def to_dict(self) -> dict:
+        """``{"version", "cipher_suite", "sni"}``."""
+        return {"version": self.version, "cipher_suite": self.cipher_suite, "sni": self.sni}
+
+
+@dataclass(frozen=True, slots=True)
 class Exchange:
     """A Kafka request and its response, with what an operator asks first.
 
@@ -259,6 +278,7 @@ class Exchange:
             row does not depend on what other connections showed before).
         topic_ids: topic ids carried by the exchange itself.
         wire_format: the :class:`WireFormat` it was decoded in.
+        tls: the :class:`TlsSession` it was decrypted from, ``None`` for plaintext.
     """
 
     conn_id: int
@@ -284,6 +304,7 @@ class Exchange:
     wire_topics: tuple[str, ...] = ()
     topic_ids: tuple[str, ...] = ()
     wire_format: WireFormat = WireFormat.KAFKA
+    tls: TlsSession | None = None
 
     @property
     def ts_ns(self) -> int:

@@ -91,6 +91,10 @@ class PipelineOptions:
         tls_keylog: NSS key log files: TLS connections whose secrets they hold are decrypted
             and their Kafka decoded like plaintext (:mod:`kafkasniff.tls.decrypt`); the files
             are read again for new lines as connections need keys.
+        tls_key_wait: a connection whose secret is not in the key log yet waits for it,
+            holding its bytes (:class:`kafkasniff.tls.decrypt.KeyWait`: at most 64 MiB for
+            all connections, 10 s of capture time each), instead of giving up at once
+            (``live``, where clients append to their key log while the capture runs).
     """
 
     ports: frozenset[int] = DEFAULT_PORTS
@@ -109,6 +113,7 @@ class PipelineOptions:
     first_conn_id: int = 0
     budgets: Budgets = field(default_factory=Budgets)
     tls_keylog: tuple[str, ...] = ()
+    tls_key_wait: bool = False
 
 
 @dataclass(slots=True)
@@ -226,10 +231,13 @@ class Pipeline:
         self.classifier = Classifier(self.defs, self.ctx.request_validator(), ports=o.ports,
                                      detect=o.detect, wire_format=o.wire_format)
         self.keylog = None
+        self.key_wait = None
         if o.tls_keylog:
+            from kafkasniff.tls.decrypt import KeyWait
             from kafkasniff.tls.keylog import KeyLog
 
             self.keylog = KeyLog(list(o.tls_keylog))
+            self.key_wait = KeyWait() if o.tls_key_wait else None
         self._reassembler = TcpReassembler(max_ooo_bytes=o.max_ooo_bytes,
                                            max_connections=o.max_connections,
                                            idle_timeout_ns=o.idle_timeout_s * 10**9,
@@ -430,7 +438,8 @@ class Pipeline:
                     client_hello_direction(first.data)
                 if client_dir >= 0:
                     tls.decrypt_with(self.keylog, KafkaConnection(
-                        self.ctx, conn, client_dir, mid_stream=not conn.handshake_seen))
+                        self.ctx, conn, client_dir, mid_stream=not conn.handshake_seen),
+                        self.key_wait)
                     out: list = []
                     for e in state.events:
                         out.extend(self._to_tls(tls, e))
@@ -543,6 +552,8 @@ class Pipeline:
             results = tls.decryptor.on_gap(tls.side(ev.direction), ev.length, ev.ts_ns)
         else:
             results = tls.decryptor.finish()
+        if kafka.tls is None and results:
+            kafka.tls = tls.decryptor.session()
         for r in results:
             if type(r) is AppData:
                 out.extend(kafka.on_data(tls.stream_direction(r.direction), r.offset, r.data,

@@ -15,7 +15,7 @@ import time
 
 import click
 
-from kafkasniff.cli.inputs import budget_option, fail
+from kafkasniff.cli.inputs import budget_option, fail, tls_keylog_option
 from kafkasniff.errors import KafkaSniffError
 
 DEFAULT_BUFFER_MB = 64
@@ -58,6 +58,7 @@ def _tui_available() -> bool:
               show_default=True, help="Kafka wire format.")
 @click.option("--show-secrets", is_flag=True, help="Do not redact SASL secrets and tokens.")
 @budget_option
+@tls_keylog_option
 @click.option("--tui/--no-tui", default=None,
               help="Terminal UI (default on a terminal) or lines like 'read'.")
 @click.option("--json", "as_json", is_flag=True,
@@ -170,6 +171,7 @@ def live_command(iface, read_file, bpf, ports, detect, max_frame_bytes, definiti
         write_cfg = {"path": write_path, "files": ring_files or 0,
                      "file_bytes": int(ring_size * (1 << 20)) if ring_size else 0,
                      "snaplen": snaplen}
+    meta = click.get_current_context().meta
     cfg = LiveConfig(
         workers=n_workers, batch_bytes=batch_bytes,
         queue_bytes=max(queue_mb << 20, 4 * batch_bytes * n_workers),
@@ -178,8 +180,12 @@ def live_command(iface, read_file, bpf, ports, detect, max_frame_bytes, definiti
                   "max_uncompressed_bytes": max_uncompressed_bytes,
                   "show_secrets": show_secrets, "wire_format": wire_format,
                   "with_records": with_records,
-                  **({"budgets": click.get_current_context().meta["kafkasniff.budgets"]}
-                     if "kafkasniff.budgets" in click.get_current_context().meta else {})},
+                  **({"budgets": meta["kafkasniff.budgets"]}
+                     if "kafkasniff.budgets" in meta else {}),
+                  # clients append to their key logs while the capture runs: connections
+                  # wait for secrets not logged yet (docs/tls.md)
+                  **({"tls_keylog": meta["kafkasniff.tls_keylog"], "tls_key_wait": True}
+                     if "kafkasniff.tls_keylog" in meta else {})},
         output=output, color=color, with_records=with_records, value_bytes=value_bytes,
         show_issues=not no_issues,
         filters={"api": api, "client": client, "topic": topic, "errors_only": errors_only,

@@ -131,6 +131,11 @@ _SPECS: dict[str, list[tuple[str, str, str]]] = {
         ("inferred", "bool!", "an orphan response whose API was inferred"),
         ("assumed_version", "int16", "the wire version is newer than the definitions: decoded "
                                      "as this version"),
+        ("tls_version", "string", "`TLS 1.2` or `TLS 1.3` when the exchange was decrypted "
+                                  "from TLS (`--tls-keylog`), else null"),
+        ("tls_cipher_suite", "string", "the TLS cipher suite's IANA name (decrypted "
+                                       "exchanges)"),
+        ("tls_sni", "string", "the server name the TLS client asked for (SNI)"),
     ] + _RECORD_SUMMARY + [
         ("min_timestamp_ms", "int64", "smallest batch timestamp, ms since the epoch"),
         ("max_timestamp_ms", "int64", "largest batch timestamp, ms since the epoch"),

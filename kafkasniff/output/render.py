@@ -205,7 +205,7 @@ def exchange_to_dict(ex: Exchange, max_value_bytes: int = DEFAULT_MAX_BYTES,
     """An :class:`Exchange` as the JSON object of ``read --json`` (see docs/json.md).
     ``convert=False``: message bodies stay raw values, to be serialised with
     ``json.dumps(..., default=json_default(max_value_bytes))``."""
-    return {
+    d = {
         "type": "exchange",
         "ts_ns": ex.ts_ns,
         "connection": {"id": ex.conn_id, "client": ex.client, "broker": ex.broker},
@@ -228,6 +228,9 @@ def exchange_to_dict(ex: Exchange, max_value_bytes: int = DEFAULT_MAX_BYTES,
         "response": message_to_dict(ex.response, max_value_bytes, convert),
         "issues": [i.to_dict() for i in ex.issues],
     }
+    if ex.tls is not None:
+        d["tls"] = ex.tls.to_dict()
+    return d
 
 
 def issue_to_dict(issue: DecodeIssue) -> dict:

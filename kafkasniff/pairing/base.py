@@ -111,7 +111,8 @@ class PairingConnection:
     """
 
     __slots__ = ("ctx", "tcp", "client_dir", "client", "broker", "framers", "mid_stream",
-                 "synced_once", "exchanges", "orphans", "unanswered", "requests", "closing")
+                 "synced_once", "exchanges", "orphans", "unanswered", "requests", "closing",
+                 "tls")
     #: default severity of each issue kind (subclasses may extend it)
     SEVERITY: dict = SEVERITY
     #: how the frames of this wire format are named in internal-error issues
@@ -132,6 +133,9 @@ class PairingConnection:
         self.unanswered = 0
         self.requests = 0
         self.closing = False
+        #: the TlsSession this connection's plaintext was decrypted from (set by the
+        #: pipeline), given to every exchange
+        self.tls = None
 
     # ------------------------------------------------------------------ events
     def on_data(self, direction: int, offset: int, data: bytes, ts_ns: int) -> list:
@@ -321,4 +325,4 @@ class PairingConnection:
         self.exchanges += 1
         return Exchange(self.tcp.conn_id, self.client, self.broker, status, api_key, api_name,
                         api_version, correlation_id, client_id, request, response, latency,
-                        issues=tuple(issues), **fields)
+                        issues=tuple(issues), tls=self.tls, **fields)

@@ -53,15 +53,17 @@ class TlsConnection:
         self.decryptor = None
         self.kafka = None
 
-    def decrypt_with(self, keylog, kafka) -> None:
+    def decrypt_with(self, keylog, kafka, wait=None) -> None:
         """Decrypt this connection with ``keylog``'s secrets
         (:class:`~kafkasniff.tls.keylog.KeyLog`), feeding the plaintext to ``kafka`` (the
         pipeline's Kafka connection for it, whose ``client_dir`` says which side is the
-        client). The hello window starts over: the caller replays the held events."""
+        client); ``wait``: the pipeline's :class:`~kafkasniff.tls.decrypt.KeyWait`, or
+        ``None`` to give up at once on a missing secret. The hello window starts over: the
+        caller replays the held events."""
         from kafkasniff.tls.decrypt import TlsDecryptor
 
         self.client_dir = kafka.client_dir
-        self.decryptor = TlsDecryptor(keylog)
+        self.decryptor = TlsDecryptor(keylog, wait)
         self.kafka = kafka
         self.data = [bytearray(), bytearray()]
 

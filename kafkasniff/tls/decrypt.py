@@ -30,11 +30,14 @@ from __future__ import annotations
 import hmac as _hmac
 import struct
 from dataclasses import dataclass
+from functools import partial
 
+from kafkasniff.model import TlsSession
 from kafkasniff.tls.hello import TlsHello, parse_hello_message, version_name
 from kafkasniff.tls.keylog import KeyLog
 
-__all__ = ["CLIENT", "SERVER", "SUITES", "AppData", "Suite", "TlsDecryptor", "TlsNote"]
+__all__ = ["CLIENT", "SERVER", "SUITES", "AppData", "KeyWait", "Suite", "TlsDecryptor",
+           "TlsNote"]
 
 CLIENT, SERVER = 0, 1
 _CCS, _ALERT, _HANDSHAKE, _APPDATA, _HEARTBEAT = 20, 21, 22, 23, 24
@@ -258,6 +261,37 @@ class _Keys:
         return data
 
 
+class KeyWait:
+    """How long connections wait for a secret their key log does not hold yet (``live``:
+    clients append to their key log while the capture runs, sometimes after their first
+    encrypted records are on the wire). Shared by every :class:`TlsDecryptor` of a pipeline.
+
+    While a connection waits, its later bytes are held in arrival order; when the secret
+    appears (on a later packet of that connection, or at its end) they are decrypted as if
+    it had been there all along. A connection gives up, with the usual ``no_key`` note, when
+    its wait passes ``max_wait_ns`` of capture time, or when the bytes held by all waiting
+    connections would pass ``max_bytes``.
+
+    Args:
+        max_bytes: bound on the bytes held by all connections together.
+        max_wait_ns: bound on how long (capture time, ns) one connection waits.
+
+    Attributes:
+        held: the bytes held now, all connections together.
+        waits: how many times a connection began to wait for a secret.
+        gave_up: how many waits ended without the secret.
+    """
+
+    __slots__ = ("max_bytes", "max_wait_ns", "held", "waits", "gave_up")
+
+    def __init__(self, max_bytes: int = 64 << 20, max_wait_ns: int = 10_000_000_000) -> None:
+        self.max_bytes = max_bytes
+        self.max_wait_ns = max_wait_ns
+        self.held = 0
+        self.waits = 0
+        self.gave_up = 0
+
+
 class _Dir:
     __slots__ = ("buf", "keys", "hs", "app_offset", "dead")
 
@@ -275,9 +309,12 @@ class TlsDecryptor:
     Args:
         keylog: the secrets (looked up again whenever a key is needed, so that a key log
             that grows in live mode serves connections that started before its lines).
+        wait: a :class:`KeyWait` to wait for a missing secret (``live``); ``None`` (offline:
+            the key log is complete) gives up at once.
 
     Attributes:
         client_random, server_random: from the hellos (``None`` until seen).
+        sni: the server name of the ClientHello (``None`` when it has none).
         version: ``"TLS 1.2"`` or ``"TLS 1.3"`` once the ServerHello is seen.
         suite: the :class:`Suite` (``None`` until known or when unsupported);
             ``suite_id`` its code.
@@ -286,8 +323,14 @@ class TlsDecryptor:
             stopped; bytes a gap lost are in neither).
     """
 
-    def __init__(self, keylog: KeyLog) -> None:
+    def __init__(self, keylog: KeyLog, wait: KeyWait | None = None) -> None:
         self.keylog = keylog
+        self.wait = wait
+        # while waiting for a secret: (what is missing, the step that arms it once present,
+        # the direction whose records stopped, the time of its bytes, when the wait began)
+        self._waiting: tuple | None = None
+        self._held: list[tuple[int, bytes | None, int, int]] = []    # (dir, data|None, gap, ts)
+        self._held_bytes = 0
         self.dirs = (_Dir(), _Dir())
         self.client_random: bytes | None = None
         self.server_random: bytes | None = None
@@ -295,6 +338,7 @@ class TlsDecryptor:
         self.suite: Suite | None = None
         self.suite_id: int | None = None
         self.etm = False
+        self.sni: str | None = None
         self.decrypted_bytes = [0, 0]
         self.undecrypted_bytes = [0, 0]
         self._noted_no_key = False
@@ -302,6 +346,11 @@ class TlsDecryptor:
     # ------------------------------------------------------------------ input
     def feed(self, direction: int, data: bytes, ts_ns: int) -> list[AppData | TlsNote]:
         """In-order bytes of ``direction``: what they decrypt to, and notes."""
+        if self._waiting is not None:
+            return self._hold(direction, data, 0, ts_ns)
+        return self._feed(direction, data, ts_ns)
+
+    def _feed(self, direction: int, data: bytes, ts_ns: int) -> list[AppData | TlsNote]:
         d = self.dirs[direction]
         out: list[AppData | TlsNote] = []
         if d.dead:
@@ -309,7 +358,7 @@ class TlsDecryptor:
             return out
         buf = d.buf
         buf += data
-        while len(buf) >= 5 and not d.dead:
+        while len(buf) >= 5 and not d.dead and self._waiting is None:
             rtype = buf[0]
             length = (buf[3] << 8) | buf[4]
             if not (_CCS <= rtype <= _HEARTBEAT) or buf[1] != 3 or length > _MAX_RECORD:
@@ -330,6 +379,8 @@ class TlsDecryptor:
         """``length`` bytes of ``direction`` were never captured: its records are out of
         step from here on (a TLS record stream cannot be resynchronised: the sequence
         numbers are unknown), so the direction stops."""
+        if self._waiting is not None:
+            return self._hold(direction, None, length, ts_ns)
         out: list = []
         d = self.dirs[direction]
         if not d.dead:
@@ -343,12 +394,25 @@ class TlsDecryptor:
     def finish(self) -> list[TlsNote]:
         """The connection ended: bytes of a record never completed are counted as not
         decrypted. Returns no notes (an unfinished record at the end is the capture's end,
-        which the Kafka layer reports when it cut a frame)."""
+        which the Kafka layer reports when it cut a frame; a connection still waiting for
+        a secret tries the key log once more, then gives up with a ``no_key`` note)."""
+        out: list = []
+        if self._waiting is not None:
+            out = self._pump(self._waiting[3])
+            if self._waiting is not None:
+                self._give_up(self._waiting[3], out)
         for direction in (CLIENT, SERVER):
             d = self.dirs[direction]
             self.undecrypted_bytes[direction] += len(d.buf)
             d.buf.clear()
-        return []
+        return out
+
+    def session(self) -> TlsSession | None:
+        """The :class:`~kafkasniff.model.TlsSession` (version, suite, SNI) once the
+        ServerHello chose a suite this module decrypts, else ``None``."""
+        if self.suite is None or self.version is None:
+            return None
+        return TlsSession(self.version, self.suite.name, self.sni)
 
     def info(self) -> dict:
         """What the summary shows: ``{"decrypted": {"version", "cipher_suite",
@@ -408,7 +472,7 @@ class TlsDecryptor:
                    record_version: str = "") -> None:
         d = self.dirs[direction]
         d.hs += data
-        while len(d.hs) >= 4:
+        while len(d.hs) >= 4 and self._waiting is None:
             mtype = d.hs[0]
             mlen = int.from_bytes(d.hs[1:4], "big")
             if mlen > _MAX_HANDSHAKE:
@@ -425,13 +489,16 @@ class TlsDecryptor:
             if hello is not None:
                 if hello.random is not None and mtype == 1 and direction == CLIENT:
                     self.client_random = hello.random
+                    self.sni = hello.sni
                 elif hello.random is not None and mtype == 2 and direction == SERVER:
                     self._server_hello(hello, ts, out)
             elif mtype == 20 and self.version == "TLS 1.3" and d.keys is not None:
                 # Finished: this side's application traffic secret from its next record
                 label = "CLIENT_TRAFFIC_SECRET_0" if direction == CLIENT else \
                     "SERVER_TRAFFIC_SECRET_0"
-                d.keys = self._tls13_keys(direction, label, ts, out)
+                d.keys = None
+                self._arm(label, direction, ts, out,
+                          partial(self._set_tls13_keys, direction, label))
             elif mtype == 24 and self.version == "TLS 1.3" and d.keys is not None:
                 # KeyUpdate (RFC 8446 4.6.3): the next generation of this side's secret
                 suite = d.keys.suite
@@ -459,7 +526,10 @@ class TlsDecryptor:
                            f"(client random {self._random_hex()})", ts, out)
             return
         if self.version == "TLS 1.3":
-            self._arm_tls13_handshake(ts, out)
+            # both sides' records are protected with their handshake traffic secrets
+            # (RFC 8446 7.1) until their Finished
+            self._arm("CLIENT_HANDSHAKE_TRAFFIC_SECRET and SERVER_HANDSHAKE_TRAFFIC_SECRET",
+                      SERVER, ts, out, self._set_tls13_handshake_keys)
 
     def _alert(self, direction: int, body: bytes, ts: int, out: list) -> None:
         if len(body) >= 2 and body[1] != 0:     # close_notify (0) is the normal end
@@ -485,6 +555,87 @@ class TlsDecryptor:
             out.append(TlsNote("no_key", -1, f"no {what} in the key log for client random "
                                f"{self._random_hex()}: the connection is not decrypted", ts))
 
+    # ------------------------------------------------------------------ waiting for a key
+    def _arm(self, what: str, direction: int, ts: int, out: list, step) -> None:
+        """Run the key step ``step()`` (True once it set keys); when its secret is missing,
+        wait for it (:class:`KeyWait`) or give up at once. ``direction`` is the side whose
+        record stream stops until then."""
+        if step():
+            return
+        if self.wait is None:
+            self._no_key(what, ts, out)
+            return
+        self._waiting = (what, step, direction, ts, ts)
+        self.wait.waits += 1
+
+    def _hold(self, direction: int, data: bytes | None, gap: int, ts: int) -> list:
+        self._held.append((direction, data, gap, ts))
+        if data:
+            self._held_bytes += len(data)
+            self.wait.held += len(data)
+        out = self._pump(ts)
+        if self._waiting is not None and (
+                self.wait.held > self.wait.max_bytes
+                or ts - self._waiting[4] > self.wait.max_wait_ns):
+            self._give_up(ts, out)
+        return out
+
+    def _pump(self, ts: int) -> list:
+        """While the awaited secret is there: arm it, go on with the stopped direction's
+        bytes, then replay what was held, until all is done or another secret is missing."""
+        out: list = []
+        while self._waiting is not None and self._waiting[1]():
+            _, _, direction, buf_ts, _ = self._waiting
+            self._waiting = None
+            out.extend(self._feed(direction, b"", buf_ts))
+            while self._held and self._waiting is None:
+                d, data, gap, t = self._held.pop(0)
+                if data is None:
+                    out.extend(self.on_gap(d, gap, t))
+                else:
+                    self._unhold(len(data))
+                    out.extend(self._feed(d, data, t))
+            if self._waiting is not None:       # the next secret is missing: wait anew
+                self._waiting = self._waiting[:4] + (ts,)
+        return out
+
+    def _give_up(self, ts: int, out: list) -> None:
+        what = self._waiting[0]
+        self._waiting = None
+        self.wait.gave_up += 1
+        self._no_key(what, ts, out)
+        for d, data, _, _ in self._held:
+            if data:
+                self.undecrypted_bytes[d] += len(data)
+                self._unhold(len(data))
+        self._held.clear()
+
+    def _unhold(self, n: int) -> None:
+        self._held_bytes -= n
+        self.wait.held -= n
+
+    # ------------------------------------------------------------------ keys
+    def _tls13_from_secret(self, suite: Suite, secret: bytes) -> _Keys:
+        key = hkdf_expand_label(secret, b"key", b"", suite.key_len, suite.hash)
+        iv = hkdf_expand_label(secret, b"iv", b"", 12, suite.hash)
+        return _Keys(suite, key, iv, tls13=True, secret=secret)
+
+    def _set_tls13_keys(self, direction: int, label: str) -> bool:
+        secret = self.keylog.get(self.client_random or b"", label)
+        if secret is None:
+            return False
+        self.dirs[direction].keys = self._tls13_from_secret(self.suite, secret)
+        return True
+
+    def _set_tls13_handshake_keys(self) -> bool:
+        secrets = [self.keylog.get(self.client_random or b"", label) for label in
+                   ("CLIENT_HANDSHAKE_TRAFFIC_SECRET", "SERVER_HANDSHAKE_TRAFFIC_SECRET")]
+        if None in secrets:
+            return False
+        for direction, secret in zip((CLIENT, SERVER), secrets):
+            self.dirs[direction].keys = self._tls13_from_secret(self.suite, secret)
+        return True
+
     def _stop(self, direction: int, kind: str, message: str, ts: int, out: list) -> None:
         d = self.dirs[direction]
         if d.dead:
@@ -492,38 +643,20 @@ class TlsDecryptor:
         d.dead = True
         out.append(TlsNote(kind, direction, message, ts))
 
-    def _tls13_from_secret(self, suite: Suite, secret: bytes) -> _Keys:
-        key = hkdf_expand_label(secret, b"key", b"", suite.key_len, suite.hash)
-        iv = hkdf_expand_label(secret, b"iv", b"", 12, suite.hash)
-        return _Keys(suite, key, iv, tls13=True, secret=secret)
-
-    def _tls13_keys(self, direction: int, label: str, ts: int, out: list) -> _Keys | None:
-        secret = self.keylog.get(self.client_random or b"", label)
-        if secret is None:
-            self._no_key(label, ts, out)
-            return None
-        return self._tls13_from_secret(self.suite, secret)
-
-    def _arm_tls13_handshake(self, ts: int, out: list) -> None:
-        """After the ServerHello: both sides' records are protected with their handshake
-        traffic secrets (RFC 8446 7.1) until their Finished."""
-        for direction, label in ((CLIENT, "CLIENT_HANDSHAKE_TRAFFIC_SECRET"),
-                                 (SERVER, "SERVER_HANDSHAKE_TRAFFIC_SECRET")):
-            keys = self._tls13_keys(direction, label, ts, out)
-            if keys is None:
-                return
-            self.dirs[direction].keys = keys
-
     def _arm_tls12(self, direction: int, ts: int, out: list) -> None:
         suite = self.suite
         if suite is None or self.client_random is None or self.server_random is None:
             self._stop(direction, "unsupported", "ChangeCipherSpec before a usable "
                        f"ServerHello (client random {self._random_hex()})", ts, out)
             return
+        self._arm("CLIENT_RANDOM (master secret)", direction, ts, out,
+                  partial(self._set_tls12_keys, direction))
+
+    def _set_tls12_keys(self, direction: int) -> bool:
+        suite = self.suite
         master = self.keylog.get(self.client_random, "CLIENT_RANDOM")
         if master is None:
-            self._no_key("CLIENT_RANDOM (master secret)", ts, out)
-            return
+            return False
         mac_len = _HASH_LEN[suite.mac] if suite.mac else 0
         n = 2 * (mac_len + suite.key_len + suite.fixed_iv_len)
         block = prf(master, b"key expansion", self.server_random + self.client_random, n,
@@ -538,3 +671,4 @@ class TlsDecryptor:
         keys = _Keys(suite, ckey, civ, cmac, tls13=False) if direction == CLIENT else \
             _Keys(suite, skey, siv, smac, tls13=False)
         self.dirs[direction].keys = keys
+        return True

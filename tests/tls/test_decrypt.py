@@ -14,8 +14,10 @@ import json
 
 import pytest
 
+from kafkasniff.export.rows import exchange_rows
 from kafkasniff.issues import IssueKind
 from kafkasniff.model import ExchangeStatus
+from kafkasniff.output.render import exchange_to_dict
 from kafkasniff.pipeline import DECODED_BYTES, SKIPPED_BYTES, Pipeline, PipelineOptions
 from kafkasniff.tls.decrypt import CLIENT, SERVER, TlsDecryptor, prf
 from kafkasniff.tls.keylog import KeyLog
@@ -121,6 +123,28 @@ def test_every_version_and_suite_decrypts_every_byte(decrypted):
     assert not [i for i in cap.issues if i.kind == IssueKind.TLS_UNDECRYPTED]
     assert pipe.stats.bytes["tls"] == 0 and pipe.stats.bytes["tls_decrypted"] > 0
     _ledger_adds_up(pipe)
+
+
+def test_each_exchange_carries_its_tls_session_into_json_and_parquet(decrypted):
+    """Every decrypted exchange names the version and suite of its connection, in JSON
+    (``tls``) and in the exchanges table (``tls_*``); plaintext exchanges carry none."""
+    cap, _ = decrypted
+    assert cap.exchanges
+    for ex in cap.exchanges:
+        summary = cap.connections[ex.client].tls["decrypted"]
+        assert ex.tls is not None
+        assert (ex.tls.version, ex.tls.cipher_suite) == (summary["version"],
+                                                          summary["cipher_suite"])
+        assert exchange_to_dict(ex)["tls"] == ex.tls.to_dict()
+        row = next(iter(exchange_rows(ex, "c", "k")["exchanges"]))
+        assert (row["tls_version"], row["tls_cipher_suite"], row["tls_sni"]) == (
+            ex.tls.version, ex.tls.cipher_suite, ex.tls.sni)
+    plain, _ = decode(CAPTURES / "broker_go.pcap", PipelineOptions(ports=frozenset(
+        json.loads((CAPTURES / "broker_go.truth.json").read_text())["broker_ports"])))
+    assert plain.exchanges and all(ex.tls is None for ex in plain.exchanges)
+    assert all("tls" not in exchange_to_dict(ex) for ex in plain.exchanges)
+    assert all(next(iter(exchange_rows(ex, "c", "k")["exchanges"]))["tls_version"] is None
+               for ex in plain.exchanges)
 
 
 def test_tls_found_on_any_port_by_its_client_hello():
@@ -277,3 +301,72 @@ def test_a_lost_segment_stops_one_side_and_the_bytes_still_add_up(tmp_path):
     ledger = pipe.stats.bytes
     assert sum(ledger.values()) == cut.stat().st_size
     assert len([ex for ex in cap.exchanges if ex.status == ExchangeStatus.PAIRED]) > 30
+
+
+# --------------------------------------------------------------------------- live: keys later
+
+def _decode_with_keys_arriving(path, lag: int, **wait) -> tuple[list, list, Pipeline]:
+    """broker_tls.pcap through a pipeline that waits for keys (``live``), each connection's
+    key log lines written to ``path`` only ``lag`` packets after its ClientHello (clients
+    logging their secrets after their first records are on the wire)."""
+    from kafkasniff.capture.pcapfile import open_capture
+    from kafkasniff.model import DecodeIssue, Exchange
+
+    lines: dict[str, list[str]] = {}
+    for line in KEYLOG.read_text().splitlines():
+        if line and not line.startswith("#"):
+            lines.setdefault(line.split()[1], []).append(line)
+    path.write_text("")
+    pipe = Pipeline(PipelineOptions(ports=frozenset(TRUTH["broker_ports"]),
+                                    tls_keylog=(str(path),), tls_key_wait=True))
+    for name, value in wait.items():
+        setattr(pipe.key_wait, name, value)
+    out: list = []
+    due: dict[int, str] = {}             # packet number -> client random to log then
+    with open_capture(PCAP) as packets:
+        for n, pkt in enumerate(packets):
+            if n in due:
+                with open(path, "a") as f:
+                    f.write("\n".join(lines[due.pop(n)]) + "\n")
+            ip = pkt.data[14:]
+            tcp = ip[(ip[0] & 15) * 4:]
+            payload = tcp[(tcp[12] >> 4) * 4:]
+            if payload[:1] == b"\x16" and payload[5:6] == b"\x01":      # a ClientHello
+                due[n + lag] = payload[11:43].hex()
+            out.extend(pipe.feed(pkt))
+        pipe.account_source(packets.accounting())
+    out.extend(pipe.finish())
+    exchanges = [r for r in out if type(r) is Exchange]
+    issues = [r for r in out if type(r) is DecodeIssue] + [i for ex in exchanges
+                                                           for i in ex.issues]
+    return exchanges, issues, pipe
+
+
+def _identity(exchanges):
+    return sorted((ex.client, ex.correlation_id, ex.api_name, ex.api_version, str(ex.status),
+                   ex.request_bytes, ex.response_bytes) for ex in exchanges)
+
+
+def test_live_connections_wait_for_keys_logged_after_their_first_records(decrypted, tmp_path):
+    """Each connection's secrets reach the key log 8 packets after its ClientHello (after
+    the ServerHello and the first encrypted records): the connections hold their bytes and
+    decode them once the lines appear, exactly as with the key log there from the start."""
+    cap, _ = decrypted
+    exchanges, issues, pipe = _decode_with_keys_arriving(tmp_path / "keys.log", 8)
+    assert _identity(exchanges) == _identity(cap.exchanges)
+    assert not [i for i in issues if i.kind == IssueKind.TLS_UNDECRYPTED]
+    assert pipe.key_wait.waits >= 10 and pipe.key_wait.gave_up == 0
+    assert pipe.key_wait.held == 0
+    _ledger_adds_up(pipe)
+
+
+def test_a_wait_past_its_bound_gives_up_with_the_usual_note(tmp_path):
+    """Held bytes are bounded: past ``max_bytes`` a waiting connection gives up (no_key,
+    its held bytes counted as not decrypted) and the byte ledger still adds up."""
+    exchanges, issues, pipe = _decode_with_keys_arriving(tmp_path / "keys.log", 10**9,
+                                                         max_bytes=4096)
+    notes = [i for i in issues if i.kind == IssueKind.TLS_UNDECRYPTED]
+    assert not exchanges and len(notes) == 12
+    assert all("no " in i.message and "key log" in i.message for i in notes)
+    assert pipe.key_wait.gave_up == 12 and pipe.key_wait.held == 0
+    _ledger_adds_up(pipe)
