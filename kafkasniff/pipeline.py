@@ -126,7 +126,9 @@ class PipelineStats:
         tcp_segments: TCP segments handed to reassembly.
         kafka_connections / other_connections: TCP connections recognised as Kafka or not.
         other_bytes: payload bytes of non-Kafka connections.
-        tls_connections: connections that start with TLS (not decoded).
+        tls_connections: connections that start with TLS (decrypted with a key log, or
+            not decoded).
+        tls_secrets_blocks: pcapng Decryption Secrets Blocks of TLS key log text read.
         kafka07_connections: Kafka connections in the 0.7 wire format.
         exchanges: exchanges by status.
         issues: issues by kind.
@@ -147,6 +149,7 @@ class PipelineStats:
     other_connections: int = 0
     other_bytes: int = 0
     tls_connections: int = 0
+    tls_secrets_blocks: int = 0
     kafka07_connections: int = 0
     exchanges: Counter = field(default_factory=Counter)
     issues: Counter = field(default_factory=Counter)
@@ -163,6 +166,7 @@ class PipelineStats:
                 "kafka_connections": self.kafka_connections,
                 "other_connections": self.other_connections, "other_bytes": self.other_bytes,
                 "tls_connections": self.tls_connections,
+                "tls_secrets_blocks": self.tls_secrets_blocks,
                 "kafka07_connections": self.kafka07_connections,
                 "exchanges": dict(self.exchanges), "issues": dict(self.issues),
                 "first_ts_ns": self.first_ts_ns, "last_ts_ns": self.last_ts_ns,
@@ -313,6 +317,29 @@ class Pipeline:
         b = self.stats.bytes
         b["tcp_retransmitted"] = t.retransmitted_bytes
         b["tcp_ignored"] = t.ignored_bytes
+
+    def open(self, source, **kwargs):
+        """:func:`kafkasniff.capture.pcapfile.open_capture` of ``source`` (``kwargs`` go
+        to it) with its pcapng Decryption Secrets Blocks given to :meth:`add_secrets`:
+        every command that feeds this pipeline opens its captures here."""
+        from kafkasniff.capture.pcapfile import open_capture
+
+        return open_capture(source, on_secrets=self.add_secrets, **kwargs)
+
+    def add_secrets(self, secrets_type: int, data: bytes) -> None:
+        """Secrets of a pcapng Decryption Secrets Block (pcapng 4.7): TLS key log text
+        (type ``TLSK``) joins the key log (one is made when ``tls_keylog`` gave none), so
+        that the TLS connections after it are decrypted; other types are ignored."""
+        from kafkasniff.capture.pcapfile import TLS_KEY_LOG_SECRETS
+
+        if secrets_type != TLS_KEY_LOG_SECRETS:
+            return
+        if self.keylog is None:
+            from kafkasniff.tls.keylog import KeyLog
+
+            self.keylog = KeyLog()
+        self.keylog.add_text(data)
+        self.stats.tls_secrets_blocks += 1
 
     def feed_issue(self, issue: DecodeIssue) -> DecodeIssue:
         """Count an issue raised outside the pipeline (capture file damage) and return it."""
@@ -604,11 +631,9 @@ def analyze(sources: Iterable, options: PipelineOptions | None = None,
     :class:`kafkasniff.errors.CaptureError` when a source cannot be read at all.
     ``on_progress(bytes_read, total_bytes)`` is called every few thousand packets.
     """
-    from kafkasniff.capture.pcapfile import open_capture
-
     pipe = pipeline or Pipeline(options)
     for src in sources:
-        with open_capture(src) as packets:
+        with pipe.open(src) as packets:
             n = 0
             feed = pipe.feed
             for pkt in packets:

@@ -95,6 +95,9 @@ _BT_EPB = 0x00000006
 _BLOCK_NAMES = {0x00000004: "nrb", 0x00000005: "isb", 0x0000000A: "dsb", 0x00000BAD: "custom",
                 0x40000BAD: "custom"}
 _BT_CUSTOM = (0x00000BAD, 0x40000BAD)
+_BT_DSB = 0x0000000A
+#: a Decryption Secrets Block's secrets type for TLS key log text ("TLSK")
+TLS_KEY_LOG_SECRETS = 0x544C534B
 # pcapng IDB options
 _OPT_ENDOFOPT = 0
 _OPT_IF_TSRESOL = 9
@@ -269,6 +272,9 @@ class PacketSource:
         self.issues: list[DecodeIssue] = []
         self.packet_bytes = 0
         self.skipped_block_bytes: dict[str, int] = {}
+        #: ``on_secrets(secrets_type, data)`` is called for each pcapng Decryption Secrets
+        #: Block (set before iterating); without it the blocks are skipped (counted)
+        self.on_secrets: Callable[[int, bytes], None] | None = None
         self.damaged_bytes = 0
         self.unread_bytes = 0
         self._damaged_blocks = 0
@@ -653,6 +659,11 @@ class PacketSource:
                 ifaces = []
                 ifaces_t = ()
                 self._last_ts_ns = 0
+            elif btype == _BT_DSB and self.on_secrets is not None and blen >= 20 and \
+                    16 + s.u32.unpack_from(buf, pos + 12)[0] <= blen - 4:
+                # Decryption Secrets Block: secrets type, length, secrets (pcapng 4.7)
+                stype, slen = s.u32x2.unpack_from(buf, pos + 8)
+                self.on_secrets(stype, bytes(buf[pos + 16:pos + 16 + slen]))
             else:
                 self.blocks_skipped += 1
                 name = _BLOCK_NAMES.get(btype)
@@ -689,7 +700,8 @@ class PacketSource:
 
 
 def open_capture(source: str | os.PathLike[str] | IO[bytes], *, checkpoint_every: int = 0,
-                 start: Checkpoint | None = None) -> PacketSource:
+                 start: Checkpoint | None = None,
+                 on_secrets: Callable[[int, bytes], None] | None = None) -> PacketSource:
     """Open a pcap or pcapng capture (optionally gzip-compressed) for streaming.
 
     Args:
@@ -700,6 +712,10 @@ def open_capture(source: str | os.PathLike[str] | IO[bytes], *, checkpoint_every
             many packets (``PacketSource.checkpoints``); 0: none.
         start: a checkpoint recorded earlier on the same file: read from that packet on
             (the file is positioned with ``seek``; only uncompressed, seekable sources).
+        on_secrets: called as ``on_secrets(secrets_type, data)`` for each pcapng
+            Decryption Secrets Block, before the packets after it
+            (:data:`TLS_KEY_LOG_SECRETS`: NSS key log text); its bytes then count as
+            format, not as skipped blocks.
 
     Returns:
         A :class:`PacketSource` yielding :class:`CapturedPacket` values.
@@ -738,11 +754,13 @@ def open_capture(source: str | os.PathLike[str] | IO[bytes], *, checkpoint_every
     else:
         raise CaptureError(f"{source!r}: not a path, '-', or a binary file object")
     try:
-        return _open_stream(f, name, closers, checkpoint_every, start)
+        packets = _open_stream(f, name, closers, checkpoint_every, start)
     except BaseException:
         for close in closers:
             close()
         raise
+    packets.on_secrets = on_secrets
+    return packets
 
 
 def _size_from_here(f: IO[bytes]) -> int | None:

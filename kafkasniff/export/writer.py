@@ -475,7 +475,6 @@ def export_captures(sources: list, out_dir: Path, *, options=None, with_records:
             for this run are left complete, the ones in progress are removed).
         ValueError: a bad ``fmt`` or ``partition_by``.
     """
-    from kafkasniff.capture.pcapfile import open_capture
     from kafkasniff.pipeline import Pipeline, PipelineOptions
 
     opts = dataclasses.replace(options or PipelineOptions(), meta_records=True,
@@ -493,7 +492,7 @@ def export_captures(sources: list, out_dir: Path, *, options=None, with_records:
     try:
         for src in sources:
             capture = capture_name or source_name(src)
-            with open_capture(src) as packets:
+            with pipe.open(src) as packets:
                 feed = pipe.feed
                 n = 0
                 for pkt in packets:

@@ -370,3 +370,28 @@ def test_a_wait_past_its_bound_gives_up_with_the_usual_note(tmp_path):
     assert all("no " in i.message and "key log" in i.message for i in notes)
     assert pipe.key_wait.gave_up == 12 and pipe.key_wait.held == 0
     _ledger_adds_up(pipe)
+
+
+# --------------------------------------------------------------------------- pcapng secrets
+
+def test_keys_in_pcapng_decryption_secrets_blocks_are_used(decrypted, tmp_path):
+    """broker_tls.pcap with its key log injected by Wireshark's editcap (``--inject-secrets
+    tls,FILE``: a Decryption Secrets Block before the packets) decodes with no
+    ``--tls-keylog``, as with it; the block's bytes are capture format in the ledger."""
+    import shutil
+    import subprocess
+
+    if shutil.which("editcap") is None:
+        pytest.skip("editcap (Debian package wireshark-common, installed by .ci/setup) missing")
+    injected = tmp_path / "with-secrets.pcapng"
+    subprocess.run(["editcap", "--inject-secrets", f"tls,{KEYLOG}", str(PCAP), str(injected)],
+                   check=True, capture_output=True)
+    cap, _ = decrypted
+    got, pipe = decode(injected, PipelineOptions(ports=frozenset(TRUTH["broker_ports"])),
+                       logged_from_truth(TRUTH["broker_requests"]))
+    assert _identity(got.exchanges) == _identity(cap.exchanges)
+    assert not unpaired(got)
+    assert pipe.stats.tls_secrets_blocks == 1
+    ledger = pipe.stats.bytes
+    assert ledger["tls"] == 0 and sum(ledger.values()) == injected.stat().st_size
+    assert ledger["capture_format"] > KEYLOG.stat().st_size
