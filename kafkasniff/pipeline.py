@@ -91,6 +91,8 @@ class PipelineOptions:
         tls_keylog: NSS key log files: TLS connections whose secrets they hold are decrypted
             and their Kafka decoded like plaintext (:mod:`kafkasniff.tls.decrypt`); the files
             are read again for new lines as connections need keys.
+        tls_keylog_text: key log text, added to the files' (``spark decode`` reads the
+            files on the driver and ships their text to the executors this way).
         tls_key_wait: a connection whose secret is not in the key log yet waits for it,
             holding its bytes (:class:`kafkasniff.tls.decrypt.KeyWait`: at most 64 MiB for
             all connections, 10 s of capture time each), instead of giving up at once
@@ -113,6 +115,7 @@ class PipelineOptions:
     first_conn_id: int = 0
     budgets: Budgets = field(default_factory=Budgets)
     tls_keylog: tuple[str, ...] = ()
+    tls_keylog_text: str = ""
     tls_key_wait: bool = False
 
 
@@ -236,11 +239,12 @@ class Pipeline:
                                      detect=o.detect, wire_format=o.wire_format)
         self.keylog = None
         self.key_wait = None
-        if o.tls_keylog:
+        if o.tls_keylog or o.tls_keylog_text:
             from kafkasniff.tls.decrypt import KeyWait
             from kafkasniff.tls.keylog import KeyLog
 
             self.keylog = KeyLog(list(o.tls_keylog))
+            self.keylog.add_text(o.tls_keylog_text)
             self.key_wait = KeyWait() if o.tls_key_wait else None
         self._reassembler = TcpReassembler(max_ooo_bytes=o.max_ooo_bytes,
                                            max_connections=o.max_connections,

@@ -36,6 +36,7 @@ _PADS = (b"", b"\0\0\0", b"\0\0", b"\0")
 _epb_head = struct.Struct("<IIIIIII").pack   # type, length, iface, ts_hi, ts_lo, caplen, origlen
 _u32 = struct.Struct("<I").pack
 _ISB = 0x00000005                              # Interface Statistics Block
+_DSB = 0x0000000A                              # Decryption Secrets Block
 
 
 def _option(code: int, value: bytes) -> bytes:
@@ -155,6 +156,14 @@ class PcapNgWriter:
         self._buffered += total
         if self._buffered >= self._limit:
             self._drain()
+
+    def write_secrets(self, secrets_type: int, data: bytes) -> None:
+        """Append a Decryption Secrets Block (draft-ietf-opsawg-pcapng section 4.7):
+        ``secrets_type`` (``0x544c534b``: TLS key log text) and the secrets ``data``; it
+        applies to the packets after it."""
+        if self._closed:
+            raise ValueError(f"{self.name}: write after close")
+        self._put(_block(_DSB, struct.pack("<II", secrets_type, len(data)) + data))
 
     def _declare(self, link_type: int) -> int:
         if not 0 <= link_type <= 0xFFFF:

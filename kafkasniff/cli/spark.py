@@ -112,9 +112,6 @@ def decode_command(inputs, read_files, ports, detect, max_frame_bytes, definitio
 
     inp = parse_inputs(inputs, read_files, ports, detect, max_frame_bytes, definitions,
                        max_uncompressed_bytes, wire_format, show_secrets)
-    if inp.tls_keylog:
-        raise click.UsageError("--tls-keylog is not supported by spark decode yet (the key "
-                               "log is not shipped to executors); use read, stats or export")
     log = None if quiet else (lambda m: click.echo(f"spark decode: {m}", err=True))
     try:
         with _session(master, remote, cores, conf) as spark:

@@ -49,6 +49,7 @@ import re
 import shutil
 import time
 import uuid
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator
@@ -265,6 +266,22 @@ def _write_source_issues(t: dict, res) -> None:
         raise
 
 
+def _ship_keylogs(options):
+    """``options`` with its key log files read here, on the driver, into
+    ``tls_keylog_text``: the executors need not see the driver's files."""
+    if options is None or not options.tls_keylog:
+        return options
+    texts = []
+    for path in options.tls_keylog:
+        try:
+            texts.append(Path(path).read_text("ascii", "replace"))
+        except OSError as exc:
+            raise SparkDecodeError(f"{path}: cannot read the key log: "
+                                   f"{exc.strerror or exc}") from None
+    return dataclasses.replace(options, tls_keylog=(),
+                               tls_keylog_text=options.tls_keylog_text + "\n".join(texts))
+
+
 def _decode_rows(tasks: list[dict], ids: Iterable[int]) -> Iterator[dict]:
     from kafkasniff.export.writer import export_captures
 
@@ -372,6 +389,7 @@ def spark_decode(inputs: Iterable[str | os.PathLike[str]], out_dir: str | os.Pat
     if fmt not in FORMATS:
         raise ValueError(f"unknown format {fmt!r} (expected one of {', '.join(FORMATS)})")
     partition_by = normalize_partition_by(partition_by)
+    options = _ship_keylogs(options)
     paths = expand_inputs(inputs)
     names = capture_names(paths)
     out = Path(out_dir).absolute()

@@ -142,14 +142,24 @@ def split_capture(source: str | os.PathLike[str], out_dir: str | os.PathLike[str
     crc32 = zlib.crc32
     seg_type = TcpSegment
 
+    secrets: list[tuple[int, bytes]] = []
+
     def writer(i: int) -> PcapNgWriter:
         path = out / f"{stem}.shard-{i}-of-{n}.pcapng"
         w = writers[i] = PcapNgWriter(path)
+        for block in secrets:
+            w.write_secrets(*block)
         result.paths[i] = str(path)
         return w
 
+    def on_secrets(secrets_type: int, data: bytes) -> None:
+        # every shard gets the Decryption Secrets Blocks that came before its packets
+        secrets.append((secrets_type, data))
+        for w in writers.values():
+            w.write_secrets(secrets_type, data)
+
     try:
-        with open_capture(source) as packets:
+        with open_capture(source, on_secrets=on_secrets) as packets:
             for pkt in packets:
                 seg = decode(pkt)
                 # shard_of(seg, n) inlined (per packet, with the locals above)

@@ -202,3 +202,31 @@ def test_damaged_capture_without_packets(spark, tmp_path: Path) -> None:
                        options=pipeline_options())
     assert res.rows == res.verified == {"issues": 1}
     assert table_rows(tmp_path / "out", "issues") == table_rows(tmp_path / "want", "issues")
+
+
+def test_tls_decrypted_on_executors_with_the_key_log_or_the_secrets_blocks(spark, tmp_path):
+    """``--tls-keylog`` is read on the driver and shipped to the tasks; a pcapng's Decryption
+    Secrets Blocks go into every shard: split in three, broker_tls.pcap decodes as
+    ``export`` with the key log decodes it, both ways."""
+    import dataclasses
+    import subprocess
+
+    from kafkasniff.export.writer import export_captures
+
+    pcap, keylog = CAPTURES / "broker_tls.pcap", CAPTURES / "broker_tls.keylog"
+    with_keys = dataclasses.replace(pipeline_options(), tls_keylog=(str(keylog),))
+    export_captures([pcap], tmp_path / "export", options=with_keys)
+    want = table_rows(tmp_path / "export", "exchanges")
+    assert want and all(r[SCHEMAS["exchanges"].names.index("tls_version")] != "None"
+                        for r in want)
+    spark_decode([pcap], tmp_path / "keylog", spark=spark, shards=3, options=with_keys)
+    assert table_rows(tmp_path / "keylog", "exchanges") == want
+
+    (tmp_path / "in").mkdir()
+    injected = tmp_path / "in" / "broker_tls.pcap"     # same capture name, pcapng inside
+    subprocess.run(["editcap", "-F", "pcapng", "--inject-secrets", f"tls,{keylog}", str(pcap),
+                    str(injected)], check=True, capture_output=True)
+    res = spark_decode([injected], tmp_path / "blocks", spark=spark, shards=3,
+                       options=pipeline_options())
+    assert res.shards == {"broker_tls.pcap": 3}
+    assert table_rows(tmp_path / "blocks", "exchanges") == want
