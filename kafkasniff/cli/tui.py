@@ -30,10 +30,6 @@ def tui_command(files, read_files, ports, detect, max_frame_bytes, definitions,
     """
     inp = parse_inputs(files, read_files, ports, detect, max_frame_bytes, definitions,
                   max_uncompressed_bytes, wire_format, show_secrets)
-    if inp.tls_keylog:
-        raise click.UsageError("--tls-keylog is not supported by tui yet (its detail view "
-                               "reads frames from the capture by TCP sequence number); use "
-                               "read, stats or export")
     if "-" in inp.sources and sys.stdin.isatty():
         raise click.UsageError("'-' reads a capture from stdin, but stdin is a terminal")
     from kafkasniff.capture.pcapfile import open_capture

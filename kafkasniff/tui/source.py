@@ -289,7 +289,6 @@ class FileSource(ThreadedSource):
         return out
 
     def _run(self) -> None:
-        from kafkasniff.capture.pcapfile import open_capture
         from kafkasniff.model import ConnectionSummary
         from kafkasniff.pipeline import Pipeline
 
@@ -341,11 +340,11 @@ class FileSource(ThreadedSource):
                                                     delete=False)
                 self._spool = spool.name
                 raw = self._stdin if self._stdin is not None else sys.stdin.buffer
-                opened = open_capture(_Tee(raw, spool), checkpoint_every=self.checkpoint_every)
+                opened = pipe.open(_Tee(raw, spool), checkpoint_every=self.checkpoint_every)
                 path, seekable = spool.name, not opened.compressed
             else:
                 spool = None
-                opened = open_capture(src, checkpoint_every=self.checkpoint_every)
+                opened = pipe.open(src, checkpoint_every=self.checkpoint_every)
                 path, seekable = src, opened.seekable
             fno = self.index.add_file(path, seekable)
             ncp = 0
@@ -401,8 +400,15 @@ class FileSource(ThreadedSource):
         """Find the exchange's frames in the capture and decode them in full."""
         kept = info.extra.get("exchange")
         if kept is not None:
-            return kept_detail(kept, "frame bytes not available (this frame carries no TCP "
-                                     "sequence number); decoded fields as kept while loading")
+            return kept_detail(kept, _unlocatable_note(kept) + "; decoded fields as kept "
+                                     "while loading")
+        if info.req_seq < 0 and info.resp_seq < 0 and (info.req_bytes or info.resp_bytes):
+            # not kept (past MAX_KEPT_EXCHANGES) and not locatable: decode the capture again
+            # up to this row (the pipeline's output order is the row order)
+            ex = next(self._redecode([info.row]), None)
+            if ex is None:
+                return Detail(None, {}, "the exchange was not found decoding the capture again")
+            return kept_detail(ex, _unlocatable_note(ex) + "; decoded again from the capture")
         frames = {}
         notes = []
         for side, seq, ts, size, sender, receiver in (
@@ -437,7 +443,12 @@ class FileSource(ThreadedSource):
         if len(rows) <= self.few_rows:
             yield from super().exchanges(rows, store, cancel)
             return
-        from kafkasniff.capture.pcapfile import open_capture
+        yield from self._redecode(rows, cancel)
+
+    def _redecode(self, rows: list[int], cancel: threading.Event | None = None
+                  ) -> Iterator[Exchange]:
+        """The exchanges of the sorted ``rows``, decoded again from the capture's start with
+        every record (the pipeline's output order is the row order)."""
         from kafkasniff.pipeline import Pipeline
 
         wanted = set(rows)
@@ -455,7 +466,7 @@ class FileSource(ThreadedSource):
                     k += 1
 
         for path in paths:
-            with open_capture(path) as packets:
+            with pipe.open(path) as packets:
                 n = 0
                 for pkt in packets:
                     out = pipe.feed(pkt)
@@ -476,3 +487,11 @@ class FileSource(ThreadedSource):
             except OSError:
                 pass
             self._spool = None
+
+
+def _unlocatable_note(ex: Exchange) -> str:
+    """Why the detail of ``ex`` has no frame bytes."""
+    if ex.tls is not None:
+        return (f"decrypted from {ex.tls.version} ({ex.tls.cipher_suite}): the plaintext "
+                f"frame bytes are not kept")
+    return "frame bytes not available (this frame carries no TCP sequence number)"

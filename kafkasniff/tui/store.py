@@ -194,7 +194,8 @@ class SummaryBuilder:
         keep_unlocatable: keep whole (in ``extra["exchange"]``, at most
             :data:`MAX_KEPT_EXCHANGES`) the exchanges whose frames cannot be found again
             because they carry no TCP sequence number (Kafka 0.7 frames; raw SASL tokens on
-            a connection whose other frames did not teach the sequence base).
+            a connection whose other frames did not teach the sequence base; frames
+            decrypted from TLS, which are plaintext, not TCP, bytes).
     """
 
     def __init__(self, tables: Tables, keep_unlocatable: bool = True) -> None:
@@ -207,6 +208,8 @@ class SummaryBuilder:
         self._bases: dict[tuple[int, bool], int] = {}
 
     def _seq(self, ex: Exchange, msg, is_response: bool) -> int:
+        if ex.tls is not None:
+            return -1        # decrypted from TLS: plaintext offsets, no TCP sequence number
         key = (ex.conn_id, is_response)
         if msg.seq >= 0:
             if key not in self._bases:

@@ -238,16 +238,6 @@ def test_garbage_and_gaps_never_raise():
     assert dec.undecrypted_bytes[CLIENT] > 0 and dec.undecrypted_bytes[SERVER] == 8
 
 
-@pytest.mark.parametrize("command", [["tui"]])
-def test_commands_without_decryption_refuse_a_key_log(command):
-    from click.testing import CliRunner
-
-    from kafkasniff.cli import main
-
-    res = CliRunner().invoke(main, command + ["--tls-keylog", str(KEYLOG), str(PCAP)])
-    assert res.exit_code == 2 and "--tls-keylog is not supported" in res.output
-
-
 def test_key_log_lines_written_after_the_decryption_started_are_used(tmp_path):
     """A key log still being written (live capture): the secrets a connection needs are
     looked for again in the file when they are not known yet."""
