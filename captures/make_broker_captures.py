@@ -14,7 +14,8 @@ records: the Java client (kafka-clients 4.3.1), franz-go and sarama against one 
 node (KRaft, PLAINTEXT on 127.0.0.1:9092 when free), a Java producer against a 3-node
 cluster whose partition leader is killed and comes back, and Python and Go producers on the
 SSL and SASL_SSL listeners (TLS 1.2 and 1.3, several cipher suites) writing an NSS key log
-(``OUT/broker_tls.keylog``). Each writes:
+(``OUT/broker_tls.keylog``), and TLS sessions beyond a first handshake (``broker_tls_sessions``:
+KeyUpdate both ways, TLS 1.3 and TLS 1.2 resumption). Each writes:
 
 * ``OUT/NAME.pcap``: tcpdump of the broker port(s) (nanosecond pcap, Linux loopback);
 * ``OUT/NAME.truth.json``: what the broker and the clients said happened, never read from
@@ -50,10 +51,12 @@ from _common import TRUTH_FORMAT, dump_truth  # noqa: E402
 from tests.broker.common import capture_scenario  # noqa: E402
 from tests.broker.scenarios import (  # noqa: E402
     TLS_RUNS,
+    TLS_SESSION_RUNS,
     failover_scenario,
     go_scenario,
     java_scenario,
     tls_scenario,
+    tls_sessions_scenario,
 )
 from tests.support.go_clients import GoClients  # noqa: E402
 from tests.support.java_clients import JavaClients  # noqa: E402
@@ -115,17 +118,19 @@ def run_single(name: str, out: Path, work: Path, java: JavaClients, go: GoClient
 
 
 def run_tls(name: str, out: Path, work: Path, java: JavaClients, go: GoClients) -> None:
+    sessions = name == "broker_tls_sessions"
     with KafkaBroker(LIB_DIR, work / name) as broker:
         topic = "tls-topic"
         broker.create_topic(topic, partitions=2)
         keylog = out / f"{name}.keylog"
         keylog.unlink(missing_ok=True)
-        ports = [broker.ssl_port, broker.sasl_ssl_port]
-        cap, runs = capture_scenario(broker, ports, out / f"{name}.pcap",
-                                     lambda: tls_scenario(go, broker, topic, "tls", keylog, 2))
+        ports = [broker.ssl_port] if sessions else [broker.ssl_port, broker.sasl_ssl_port]
+        scenario = (lambda: tls_sessions_scenario(go, broker, topic, "sessions", keylog, 16)) \
+            if sessions else (lambda: tls_scenario(go, broker, topic, "tls", keylog, 2))
+        cap, runs = capture_scenario(broker, ports, out / f"{name}.pcap", scenario)
         truth = _truth(name, cap, runs, ports)
         truth["keylog"] = keylog.name
-        truth["tls_runs"] = TLS_RUNS
+        truth["tls_runs"] = TLS_SESSION_RUNS if sessions else TLS_RUNS
         (out / f"{name}.truth.json").write_text(dump_truth(truth))
 
 
@@ -144,7 +149,8 @@ def run_failover(name: str, out: Path, work: Path, java: JavaClients, go: GoClie
 
 
 SCENARIOS = {"broker_java": run_single, "broker_go": run_single,
-             "broker_failover": run_failover, "broker_tls": run_tls}
+             "broker_failover": run_failover, "broker_tls": run_tls,
+             "broker_tls_sessions": run_tls}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -315,6 +315,8 @@ class TlsDecryptor:
     Attributes:
         client_random, server_random: from the hellos (``None`` until seen).
         sni: the server name of the ClientHello (``None`` when it has none).
+        resumed: the session was resumed (TLS 1.3: the ServerHello accepted a pre-shared
+            key; TLS 1.2: the abbreviated handshake, the server's ChangeCipherSpec first).
         version: ``"TLS 1.2"`` or ``"TLS 1.3"`` once the ServerHello is seen.
         suite: the :class:`Suite` (``None`` until known or when unsupported);
             ``suite_id`` its code.
@@ -339,6 +341,15 @@ class TlsDecryptor:
         self.suite_id: int | None = None
         self.etm = False
         self.sni: str | None = None
+        self.resumed = False
+        self.key_updates = [0, 0]
+        # TLS 1.2 resumption: what names this session for a later connection, and what
+        # the ClientHello offered to resume
+        self._master: bytes | None = None
+        self._session_id = b""
+        self._offered: tuple[bytes, bytes] = (b"", b"")       # (session id, ticket)
+        self._ticket = b""
+        self._ccs_seen = [False, False]
         self.decrypted_bytes = [0, 0]
         self.undecrypted_bytes = [0, 0]
         self._noted_no_key = False
@@ -415,12 +426,17 @@ class TlsDecryptor:
         return TlsSession(self.version, self.suite.name, self.sni)
 
     def info(self) -> dict:
-        """What the summary shows: ``{"decrypted": {"version", "cipher_suite",
-        "decrypted_bytes", "undecrypted_bytes"}}`` (no secret, no random)."""
+        """What the summary shows: ``{"decrypted": {"version", "cipher_suite", "resumed",
+        "key_updates", "decrypted_bytes", "undecrypted_bytes"}}`` (no secret, no random;
+        ``key_updates``: ``{"client", "server"}``, the TLS 1.3 KeyUpdate messages each
+        side sent)."""
         return {"decrypted": {
             "version": self.version,
             "cipher_suite": self.suite.name if self.suite is not None else
             (f"0x{self.suite_id:04x}" if self.suite_id is not None else None),
+            "resumed": self.resumed,
+            "key_updates": {"client": self.key_updates[CLIENT],
+                            "server": self.key_updates[SERVER]},
             "decrypted_bytes": sum(self.decrypted_bytes),
             "undecrypted_bytes": sum(self.undecrypted_bytes)}}
 
@@ -432,6 +448,9 @@ class TlsDecryptor:
         if rtype == _CCS:
             self.decrypted_bytes[direction] += size
             if self.version != "TLS 1.3":      # TLS 1.3: middlebox compatibility only
+                if direction == SERVER and not self._ccs_seen[CLIENT]:
+                    self.resumed = True         # abbreviated handshake (RFC 5246 7.3)
+                self._ccs_seen[direction] = True
                 self._arm_tls12(direction, ts, out)
             return
         if d.keys is None:
@@ -483,15 +502,19 @@ class TlsDecryptor:
                 return
             if len(d.hs) < 4 + mlen:
                 break
-            hello = parse_hello_message(bytes(d.hs[:4 + mlen]), record_version) \
+            message = bytes(d.hs[:4 + mlen])
+            hello = parse_hello_message(message, record_version) \
                 if mtype in (1, 2) and d.keys is None else None
             del d.hs[:4 + mlen]
             if hello is not None:
                 if hello.random is not None and mtype == 1 and direction == CLIENT:
                     self.client_random = hello.random
                     self.sni = hello.sni
+                    self._offered = (hello.session_id, hello.session_ticket)
                 elif hello.random is not None and mtype == 2 and direction == SERVER:
                     self._server_hello(hello, ts, out)
+            elif mtype == 4 and self.version == "TLS 1.2" and direction == SERVER:
+                self._new_session_ticket(message)
             elif mtype == 20 and self.version == "TLS 1.3" and d.keys is not None:
                 # Finished: this side's application traffic secret from its next record
                 label = "CLIENT_TRAFFIC_SECRET_0" if direction == CLIENT else \
@@ -505,6 +528,7 @@ class TlsDecryptor:
                 secret = hkdf_expand_label(d.keys.secret, b"traffic upd", b"",
                                            _HASH_LEN[suite.hash], suite.hash)
                 d.keys = self._tls13_from_secret(suite, secret)
+                self.key_updates[direction] += 1
 
     def _server_hello(self, hello: TlsHello, ts: int, out: list) -> None:
         if hello.random == _HRR_RANDOM:
@@ -512,7 +536,9 @@ class TlsDecryptor:
         self.server_random = hello.random
         self.suite_id = hello.cipher_suites
         self.etm = hello.encrypt_then_mac
+        self._session_id = hello.session_id
         self.version = hello.version()
+        self.resumed = self.version == "TLS 1.3" and hello.pre_shared_key
         self.suite = SUITES.get(self.suite_id)
         if self.suite is None or self.suite.tls13 != (self.version == "TLS 1.3") or \
                 self.version not in ("TLS 1.2", "TLS 1.3") or \
@@ -530,6 +556,17 @@ class TlsDecryptor:
             # (RFC 8446 7.1) until their Finished
             self._arm("CLIENT_HANDSHAKE_TRAFFIC_SECRET and SERVER_HANDSHAKE_TRAFFIC_SECRET",
                       SERVER, ts, out, self._set_tls13_handshake_keys)
+
+    def _new_session_ticket(self, message: bytes) -> None:
+        """A TLS 1.2 NewSessionTicket (RFC 5077 3.3: lifetime hint, ticket), sent in the
+        clear before the server's ChangeCipherSpec: a later connection may resume this
+        session with it."""
+        if len(message) < 10:
+            return
+        n = int.from_bytes(message[8:10], "big")
+        self._ticket = bytes(message[10:10 + n])
+        if self._ticket and self._master is not None:
+            self.keylog.remember_session(b"ticket:" + self._ticket, self._master)
 
     def _alert(self, direction: int, body: bytes, ts: int, out: list) -> None:
         if len(body) >= 2 and body[1] != 0:     # close_notify (0) is the normal end
@@ -552,8 +589,12 @@ class TlsDecryptor:
                 d.buf.clear()
         if not self._noted_no_key:
             self._noted_no_key = True
+            resumed = (" (a resumed session: its secrets are logged under this "
+                       "connection's client random, like a new session's)"
+                       if self.resumed else "")
             out.append(TlsNote("no_key", -1, f"no {what} in the key log for client random "
-                               f"{self._random_hex()}: the connection is not decrypted", ts))
+                               f"{self._random_hex()}{resumed}: the connection is not "
+                               f"decrypted", ts))
 
     # ------------------------------------------------------------------ waiting for a key
     def _arm(self, what: str, direction: int, ts: int, out: list, step) -> None:
@@ -654,9 +695,23 @@ class TlsDecryptor:
 
     def _set_tls12_keys(self, direction: int) -> bool:
         suite = self.suite
-        master = self.keylog.get(self.client_random, "CLIENT_RANDOM")
+        master = self._master or self.keylog.get(self.client_random, "CLIENT_RANDOM")
+        if master is None and self.resumed:
+            # a resumed session keeps the master secret of the handshake that made it
+            # (RFC 5246 7.3, RFC 5077 3.1): found by the ticket the client offered, or by
+            # the session id the server echoed
+            offered_id, ticket = self._offered
+            master = (ticket and self.keylog.session(b"ticket:" + ticket)) or \
+                (offered_id and offered_id == self._session_id
+                 and self.keylog.session(b"id:" + offered_id)) or None
         if master is None:
             return False
+        if self._master is None:
+            self._master = master
+            if self._session_id:
+                self.keylog.remember_session(b"id:" + self._session_id, master)
+            if self._ticket:
+                self.keylog.remember_session(b"ticket:" + self._ticket, master)
         mac_len = _HASH_LEN[suite.mac] if suite.mac else 0
         n = 2 * (mac_len + suite.key_len + suite.fixed_iv_len)
         block = prf(master, b"key expansion", self.server_random + self.client_random, n,

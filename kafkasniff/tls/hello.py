@@ -26,6 +26,8 @@ EXT_SERVER_NAME = 0
 EXT_ALPN = 16
 EXT_SUPPORTED_VERSIONS = 43
 EXT_ENCRYPT_THEN_MAC = 22       # RFC 7366
+EXT_PRE_SHARED_KEY = 41         # RFC 8446 4.2.11
+EXT_SESSION_TICKET = 35         # RFC 5077
 
 _VERSION_NAMES = {
     0x0002: "SSL 2.0", 0x0300: "SSL 3.0", 0x0301: "TLS 1.0", 0x0302: "TLS 1.1",
@@ -99,6 +101,13 @@ class TlsHello:
         random: the 32-byte client or server random (``None`` when cut before it); not in
             :meth:`to_json`.
         encrypt_then_mac: extension 22 (RFC 7366) is present; not in :meth:`to_json`.
+        pre_shared_key: extension 41 is present (RFC 8446 4.2.11; in a ServerHello: a TLS
+            1.3 session resumed from a ticket); not in :meth:`to_json`.
+        session_id: the legacy session id (RFC 5246 7.4.1.2; a TLS 1.2 server echoing the
+            client's resumes that session); not in :meth:`to_json`.
+        session_ticket: a ClientHello's session_ticket extension data (RFC 5077 3.2: the
+            ticket of the session it wants to resume; empty to ask for one); not in
+            :meth:`to_json`.
         complete: False when the bytes stopped inside the hello (fields read so far are set,
             the rest are empty).
     """
@@ -113,6 +122,9 @@ class TlsHello:
     complete: bool = True
     random: bytes | None = None
     encrypt_then_mac: bool = False
+    pre_shared_key: bool = False
+    session_id: bytes = b""
+    session_ticket: bytes = b""
 
     def version(self) -> str:
         """Best statement of the version: a client's highest offered one, a server's
@@ -256,6 +268,10 @@ def _extensions(r: _Reader, is_client: bool, out: dict) -> None:
                 out["supported_versions"] = (version_name(body.u16()),)
         elif etype == EXT_ENCRYPT_THEN_MAC:
             out["encrypt_then_mac"] = True
+        elif etype == EXT_PRE_SHARED_KEY:
+            out["pre_shared_key"] = True
+        elif etype == EXT_SESSION_TICKET and is_client:
+            out["session_ticket"] = body.take(elen)
     if short or exts.remaining():
         raise _Short()
 
@@ -310,7 +326,7 @@ def _hello_message(hs: bytes, record_version: str) -> TlsHello | None:
     complete = True
     try:
         fields["random"] = r.take(32)
-        r.take(r.u8())                       # legacy_session_id
+        fields["session_id"] = r.take(r.u8())       # legacy_session_id
         if is_client:
             n = r.u16()
             if n % 2:

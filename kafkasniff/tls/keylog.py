@@ -40,8 +40,12 @@ class KeyLog:
         bad_lines: lines that were neither a comment nor ``LABEL hex hex``.
     """
 
+    #: master secrets of TLS 1.2 sessions remembered for resumption (oldest dropped first)
+    MAX_SESSIONS = 100_000
+
     def __init__(self, paths: list[str | os.PathLike[str]] = ()) -> None:
         self._secrets: dict[bytes, dict[str, bytes]] = {}
+        self._sessions: dict[bytes, bytes] = {}
         self._files: dict[Path, int] = {}
         self.bad_lines = 0
         for p in paths:
@@ -79,7 +83,7 @@ class KeyLog:
             text = text.decode("ascii", "replace")
         added = 0
         for line in text.splitlines():
-            line = line.strip()
+            line = line.strip().strip("\0")     # NUL: a secrets block's padding
             if not line or line.startswith("#"):
                 continue
             parts = line.split()
@@ -108,6 +112,21 @@ class KeyLog:
         if (slot is None or label not in slot) and self._files and self.refresh():
             slot = self._secrets.get(client_random)
         return None if slot is None else slot.get(label)
+
+    def remember_session(self, key: bytes, master_secret: bytes) -> None:
+        """Remember the master secret of a TLS 1.2 session under ``key`` (its session
+        ticket or session id, as :class:`~kafkasniff.tls.decrypt.TlsDecryptor` names
+        them), so that a later connection resuming it is decrypted although its client
+        wrote no line for it (Go does not log resumed TLS 1.2 sessions; RFC 5246 7.3 and
+        RFC 5077: a resumed session keeps its master secret). At most
+        :attr:`MAX_SESSIONS`."""
+        if len(self._sessions) >= self.MAX_SESSIONS and key not in self._sessions:
+            self._sessions.pop(next(iter(self._sessions)))
+        self._sessions[key] = master_secret
+
+    def session(self, key: bytes) -> bytes | None:
+        """The master secret remembered under ``key``, or ``None``."""
+        return self._sessions.get(key)
 
     def has(self, client_random: bytes) -> bool:
         """Whether any secret of this client random is known."""

@@ -246,3 +246,73 @@ def tls_scenario(go: GoClients, broker, topic: str, tag: str, keylog: Path,
                      "none:all:plain", flags=["-tls-ca", ca, "-keylog", str(keylog), *flags])
         runs[run] = out
     return runs
+
+
+#: the runs of :func:`tls_sessions_scenario`, what each shows
+TLS_SESSION_RUNS = {
+    "kafka-python/key-update": "TLS 1.3; a producer and a consumer each move more than the "
+                               "broker's key limit (KEY_UPDATE_BYTES): KeyUpdate both ways",
+    "franz/tls13-resumed": "TLS 1.3; the client's later connections resume its first "
+                           "session with a PSK (Go's ClientSessionCache)",
+    "franz/tls12-resumed": "TLS 1.2 AES-128-GCM; later connections resume with a session "
+                           "ticket (abbreviated handshake)",
+}
+
+
+def tls_sessions_scenario(go: GoClients, broker, topic: str, tag: str, keylog: Path,
+                          n: int) -> dict[str, ClientRun]:
+    """TLS sessions beyond the first handshake, on the broker's SSL listener, every client
+    writing the NSS key log ``keylog``: KeyUpdate (a kafka-python producer sends ``n``
+    records of 4 KiB to partition 0 of ``topic``, a kafka-python consumer reads them back;
+    the broker's key limit is :data:`tests.support.kafka_broker.KEY_UPDATE_BYTES`) and
+    resumed sessions (franz-go producers with a session cache, TLS 1.3 and TLS 1.2, ``n``
+    small records each). One entry per :data:`TLS_SESSION_RUNS` run."""
+    import ssl
+
+    from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+
+    ca = str(broker.tls.ca)
+    bs = f"127.0.0.1:{broker.ssl_port}"
+    runs: dict[str, ClientRun] = {}
+
+    def context() -> ssl.SSLContext:
+        ctx = ssl.create_default_context(cafile=ca)
+        ctx.keylog_filename = str(keylog)
+        return ctx
+
+    run = "kafka-python/key-update"
+    cid = f"{tag}-key-update"
+    # 4 KiB values that do not compress away (the batches are not compressed anyway)
+    values = [(f"{cid}-{i}-".encode() * 700)[:4096] for i in range(n)]
+    p = KafkaProducer(bootstrap_servers=bs, client_id=cid, security_protocol="SSL",
+                      ssl_context=context(), linger_ms=0, batch_size=4096)
+    offsets = [p.send(topic, key=f"k{i}".encode(), value=v, partition=0).get(30).offset
+               for i, v in enumerate(values)]
+    p.close()
+    lines = [{"event": "produced", "client_id": cid, "codec": "none", "topic": topic,
+              "partition": 0, "offset": off, "key": f"k{i}", "value_bytes": len(values[i])}
+             for i, off in enumerate(offsets)]
+    c = KafkaConsumer(bootstrap_servers=bs, client_id=f"{cid}-consumer", group_id=None,
+                      security_protocol="SSL", ssl_context=context(),
+                      enable_auto_commit=False, max_partition_fetch_bytes=16384)
+    tp = TopicPartition(topic, 0)
+    c.assign([tp])
+    c.seek(tp, offsets[0])
+    got: list = []
+    deadline = time.monotonic() + 60
+    while len(got) < n and time.monotonic() < deadline:
+        for recs in c.poll(timeout_ms=1000).values():
+            got.extend(recs)
+    c.close()
+    lines += [{"event": "consumed", "client_id": f"{cid}-consumer", "topic": topic,
+               "partition": 0, "offset": r.offset, "key": r.key.decode(),
+               "value_bytes": len(r.value)} for r in got[:n]]
+    runs[run] = ClientRun(lines, [], keylog)
+    for run, flags in (("franz/tls13-resumed", []),
+                       ("franz/tls12-resumed", [
+                           "-tls-max", "1.2", "-tls-ciphers",
+                           "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256"])):
+        runs[run] = go.run("franz-produce", bs, topic, f"{tag}-{run.replace('/', '-')}",
+                           str(n), "none:all:plain", flags=["-tls-ca", ca, "-keylog",
+                                                            str(keylog), "-tls-resume", *flags])
+    return runs

@@ -1,14 +1,16 @@
 """TLS on the real broker: Python (kafka-python, aiokafka) and Go (franz-go) producers on the
 SSL and SASL_SSL listeners, TLS 1.2 with AES-GCM, AES-CBC and ChaCha20-Poly1305 and TLS 1.3,
 each client writing an NSS key log (Python's ``SSLContext.keylog_filename``, Go's
-``tls.Config.KeyLogWriter``). This is the traffic kafkasniff must decrypt (the TLS issue);
-here it checks what holds today and that the material is right:
+``tls.Config.KeyLogWriter``); and TLS sessions beyond a first handshake (KeyUpdate both
+ways, TLS 1.3 and TLS 1.2 resumption: ``tls_sessions_scenario``). Checked on fresh captures:
 
-* kafkasniff finds every connection, names it TLS with its version, and decodes nothing
-  inside (it has no keys yet): no byte counted as Kafka, none lost;
+* without keys, kafkasniff finds every connection, names it TLS with its version, and
+  decodes nothing inside: no byte counted as Kafka, none lost;
 * the key log holds the secrets of every connection's client random;
 * Wireshark (tshark) decrypting the same capture with the same key log finds exactly the
-  requests the broker logged on those connections, so the key log and the capture match.
+  requests the broker logged on those connections, so the key log and the capture match;
+* with the key log, kafkasniff decrypts every request the broker logged, pairs it, and
+  decodes the bodies the broker parsed and sent.
 """
 
 from __future__ import annotations
@@ -20,8 +22,11 @@ import uuid
 import pytest
 
 from kafkasniff.model import ConnectionKind
-from tests.broker.common import capture_scenario, client_port
-from tests.broker.scenarios import TLS_RUNS, tls_scenario
+from kafkasniff.pipeline import PipelineOptions
+from tests.broker.common import body_differences, capture_scenario, client_port, decode, \
+    unpaired
+from tests.broker.scenarios import TLS_RUNS, TLS_SESSION_RUNS, tls_scenario, \
+    tls_sessions_scenario
 
 N = 3
 
@@ -98,3 +103,34 @@ def test_tshark_decrypts_exactly_the_requests_the_broker_logged(tls_capture):
     extra = {(p, k, c) for p, k, c in found - logged if k not in (17, 18, 36)}
     assert not extra
     assert {client_port(c) for c in cap.connections} >= {p for p, _, _ in found}
+
+
+@pytest.fixture(scope="module")
+def sessions_capture(kafka_broker, go_clients, tmp_path_factory):
+    broker = kafka_broker
+    tag = "sessions-" + uuid.uuid4().hex[:6]
+    topic = f"{tag}-topic"
+    broker.create_topic(topic, partitions=2)
+    work = tmp_path_factory.mktemp("tls-sessions")
+    keylog = work / "keys.log"
+    cap, runs = capture_scenario(
+        broker, broker.ssl_port, work / "sessions.pcap",
+        lambda: tls_sessions_scenario(go_clients, broker, topic, tag, keylog, 16))
+    return broker, keylog, runs, cap
+
+
+@pytest.mark.parametrize("which", ["tls_capture", "sessions_capture"])
+def test_with_the_key_log_every_logged_request_is_decrypted_and_equal(which, request):
+    broker, keylog, runs, cap = request.getfixturevalue(which)
+    assert set(runs) == set(TLS_RUNS if which == "tls_capture" else TLS_SESSION_RUNS)
+    dec, pipe = decode(cap.pcap, PipelineOptions(
+        ports=frozenset({broker.ssl_port, broker.sasl_ssl_port}), tls_keylog=(str(keylog),)),
+        cap.logged)
+    assert len(dec.logged) >= 20 and not unpaired(dec)
+    diffs, compared = body_differences(dec)
+    assert not diffs, "\n".join(diffs[:20])
+    assert compared >= 40 and pipe.stats.bytes["tls"] == 0
+    if which == "sessions_capture":
+        tls = [s.tls["decrypted"] for s in dec.connections.values()]
+        assert {t["version"] for t in tls if t["resumed"]} == {"TLS 1.2", "TLS 1.3"}
+        assert any(t["key_updates"]["client"] and t["key_updates"]["server"] for t in tls)

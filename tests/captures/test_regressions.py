@@ -181,12 +181,15 @@ def test_resync_over_zeros_finds_the_next_request():
 
 def test_unknown_pcapng_blocks_are_skipped_and_counted():
     """Unknown, custom and Decryption Secrets blocks between the packets: the packets all
-    decode and the blocks' bytes are in the ledger as pcapng_blocks (they were uncounted)."""
+    decode and the unknown and custom blocks' bytes are in the ledger as pcapng_blocks (they
+    were uncounted). The Decryption Secrets Block (TLS key log, 40 bytes, whose one line does
+    not parse), four times, is read for its secrets: capture format, and bad key log lines."""
     path = REGRESSIONS / "pcapng_unknown_blocks.pcapng"
     d = decode_capture(path)
     assert [ex.correlation_id for ex in d.exchanges] == [1, 2, 3]
     ledger = d.pipeline.stats.bytes
-    assert ledger["pcapng_blocks"] == 536
+    assert ledger["pcapng_blocks"] == 536 - 4 * 40
+    assert d.pipeline.stats.tls_secrets_blocks == 4 and d.pipeline.keylog.bad_lines == 4
     assert sum(ledger.values()) == path.stat().st_size
 
 

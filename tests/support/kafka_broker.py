@@ -208,6 +208,14 @@ def parse_request_log(path: Path, offset: int = 0) -> list[LoggedRequest]:
 
 # --------------------------------------------------------------------------- broker
 
+#: the JDK's TLS 1.3 key limits (java.security ``jdk.tls.keyLimits``): a KeyUpdate (RFC 8446
+#: 4.6.3) after every 32 KiB a side encrypts or decrypts, instead of the default 2^37 bytes,
+#: so that a short test run shows KeyUpdate in both directions (the JDK asks the peer to
+#: update too when its read side reaches the limit)
+KEY_UPDATE_BYTES = 1 << 15
+_JAVA_SECURITY = (f"jdk.tls.keyLimits=AES/GCM/NoPadding KeyUpdate {KEY_UPDATE_BYTES}, "
+                  f"ChaCha20-Poly1305 KeyUpdate {KEY_UPDATE_BYTES}\n")
+
 _LOG4J2 = """<?xml version="1.0" encoding="UTF-8"?>
 <Configuration status="warn" shutdownHook="disable">
   <Appenders>
@@ -345,6 +353,10 @@ class KafkaBroker:
             "share.coordinator.state.topic.min.isr": "1",
             "share.coordinator.state.topic.num.partitions": "3",
             "group.initial.rebalance.delay.ms": "0",
+            # one network thread per listener: every Processor has its own SSLContext, so a
+            # TLS session ticket issued on one is "invalid" on another (the JDK's debug
+            # log); with one, later connections resume sessions (TLS 1.2 and 1.3)
+            "num.network.threads": "1",
             # KIP-848 and share-group members heartbeat every second (default 5 s): a test
             # sees a rebalance complete in a few seconds
             "group.consumer.min.heartbeat.interval.ms": "1000",
@@ -372,6 +384,7 @@ class KafkaBroker:
         return ["java", f"-Xmx{heap}", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
                 "-Djava.awt.headless=true",
                 f"-Dlog4j2.configurationFile={self.work_dir / 'log4j2.xml'}",
+                f"-Djava.security.properties={self.work_dir / 'java.security'}",
                 "-cp", str(self.lib_dir / "*"), *args]
 
     def start(self, timeout: float = 90.0) -> "KafkaBroker":
@@ -424,6 +437,7 @@ class KafkaBroker:
         props = self.work_dir / "server.properties"
         props.write_text("".join(f"{k}={v}\n" for k, v in self.config.items()))
         (self.work_dir / "log4j2.xml").write_text(_LOG4J2.format(dir=self.work_dir))
+        (self.work_dir / "java.security").write_text(_JAVA_SECURITY)
         return props
 
     def spawn(self) -> None:

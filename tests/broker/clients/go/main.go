@@ -4,7 +4,8 @@
 // -wire FILE, every request header the client wrote (wire.go).
 //
 // TLS (the SSL listener): -tls-ca CA.pem [-keylog FILE] [-tls-max 1.2|1.3]
-// [-tls-ciphers NAMES].
+// [-tls-ciphers NAMES] [-tls-resume] (a session cache: later connections resume the first's
+// session, with a TLS 1.2 session ticket or a TLS 1.3 PSK).
 //
 //	kclients [-wire FILE] franz-produce  BOOTSTRAP TOPIC TAG N SPEC...  (SPEC codec:acks:plain|idempotent|txn)
 //	kclients [-wire FILE] franz-consume  BOOTSTRAP TOPIC CLIENT_ID GROUP classic|consumer N
@@ -110,7 +111,7 @@ func specs(tag string, args []string) [][4]string {
 // tlsConfig is the TLS configuration of the -tls-* flags, nil without -tls-ca. The key log
 // is Go's tls.Config.KeyLogWriter (NSS format: CLIENT_RANDOM for TLS 1.2, the
 // *_TRAFFIC_SECRET_* labels for TLS 1.3).
-func tlsConfig(ca, keylog, max, ciphers string) *tls.Config {
+func tlsConfig(ca, keylog, max, ciphers string, resume bool) *tls.Config {
 	if ca == "" {
 		return nil
 	}
@@ -123,6 +124,9 @@ func tlsConfig(ca, keylog, max, ciphers string) *tls.Config {
 	cfg := &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12, MaxVersion: tls.VersionTLS13}
 	if max == "1.2" {
 		cfg.MaxVersion = tls.VersionTLS12
+	}
+	if resume {
+		cfg.ClientSessionCache = tls.NewLRUClientSessionCache(16)
 	}
 	if keylog != "" {
 		f, err := os.OpenFile(keylog, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
@@ -151,9 +155,10 @@ func main() {
 	keylog := flag.String("keylog", "", "append the TLS session secrets (NSS key log) to this file")
 	tlsMax := flag.String("tls-max", "1.3", "the highest TLS version: 1.2 or 1.3")
 	ciphers := flag.String("tls-ciphers", "", "TLS 1.2 cipher suites (Go names, comma-separated)")
+	resume := flag.Bool("tls-resume", false, "resume TLS sessions across the client's connections")
 	flag.Parse()
 	a := flag.Args()
-	w := openWireLog(*wire, tlsConfig(*tlsCA, *keylog, *tlsMax, *ciphers))
+	w := openWireLog(*wire, tlsConfig(*tlsCA, *keylog, *tlsMax, *ciphers, *resume))
 	switch a[0] {
 	case "franz-produce":
 		for _, s := range specs(a[3], a[5:]) {
