@@ -152,10 +152,17 @@ class TlsNote:
     ts_ns: int
 
 
-def _hash(name: str):
-    from cryptography.hazmat.primitives import hashes
+_HASHES: dict = {}
 
-    return {"sha1": hashes.SHA1, "sha256": hashes.SHA256, "sha384": hashes.SHA384}[name]()
+
+def _hash(name: str):
+    if not _HASHES:     # cryptography is imported on first use (not by plaintext runs)
+        from cryptography.hazmat.primitives import hashes
+        from cryptography.hazmat.primitives.kdf.hkdf import HKDFExpand
+
+        _HASHES.update(sha1=hashes.SHA1, sha256=hashes.SHA256, sha384=hashes.SHA384,
+                       hkdf_expand=HKDFExpand)
+    return _HASHES[name]()
 
 
 def prf(secret: bytes, label: bytes, seed: bytes, length: int, hash_name: str) -> bytes:
@@ -174,11 +181,10 @@ def prf(secret: bytes, label: bytes, seed: bytes, length: int, hash_name: str) -
 def hkdf_expand_label(secret: bytes, label: bytes, context: bytes, length: int,
                       hash_name: str) -> bytes:
     """HKDF-Expand-Label (RFC 8446 section 7.1) with ``cryptography``'s HKDFExpand."""
-    from cryptography.hazmat.primitives.kdf.hkdf import HKDFExpand
-
     full = b"tls13 " + label
     info = struct.pack(">HB", length, len(full)) + full + bytes([len(context)]) + context
-    return HKDFExpand(_hash(hash_name), length, info).derive(secret)
+    algorithm = _hash(hash_name)
+    return _HASHES["hkdf_expand"](algorithm, length, info).derive(secret)
 
 
 class _Keys:
@@ -219,6 +225,8 @@ class _Keys:
             if self.tls13:
                 header = bytes([rtype]) + version + len(body).to_bytes(2, "big")
                 inner = self.aead.decrypt(self._nonce(), body, header)
+                if inner and inner[-1]:                 # no padding: the common case
+                    return inner[-1], inner[:-1]
                 end = len(inner.rstrip(b"\0"))
                 if not end:
                     raise ValueError("TLS 1.3 record without a content type")
@@ -303,6 +311,28 @@ class _Dir:
         self.dead = False
 
 
+def _coalesce(out: list) -> list:
+    """Runs of :class:`AppData` (one direction's consecutive records of one segment) as one
+    each, so that the Kafka framing is fed once per segment as for plaintext, not once per
+    record."""
+    merged: list = []
+    run: list[AppData] = []
+    for r in out:
+        if type(r) is AppData and run and r.direction == run[0].direction:
+            run.append(r)
+            continue
+        if run:
+            merged.append(run[0] if len(run) == 1 else AppData(
+                run[0].direction, run[0].offset, b"".join(x.data for x in run), run[-1].ts_ns))
+        run = [r] if type(r) is AppData else []
+        if type(r) is not AppData:
+            merged.append(r)
+    if run:
+        merged.append(run[0] if len(run) == 1 else AppData(
+            run[0].direction, run[0].offset, b"".join(x.data for x in run), run[-1].ts_ns))
+    return merged
+
+
 class TlsDecryptor:
     """One TLS connection, decrypted with :class:`~kafkasniff.tls.keylog.KeyLog` secrets.
 
@@ -367,24 +397,29 @@ class TlsDecryptor:
         if d.dead:
             self.undecrypted_bytes[direction] += len(data)
             return out
-        buf = d.buf
-        buf += data
-        while len(buf) >= 5 and not d.dead and self._waiting is None:
-            rtype = buf[0]
-            length = (buf[3] << 8) | buf[4]
-            if not (_CCS <= rtype <= _HEARTBEAT) or buf[1] != 3 or length > _MAX_RECORD:
+        if d.buf:           # a record began in earlier bytes
+            d.buf += data
+            data = bytes(d.buf)
+            d.buf.clear()
+        pos, n = 0, len(data)
+        while n - pos >= 5 and not d.dead and self._waiting is None:
+            rtype = data[pos]
+            length = (data[pos + 3] << 8) | data[pos + 4]
+            if not (_CCS <= rtype <= _HEARTBEAT) or data[pos + 1] != 3 or length > _MAX_RECORD:
                 self._stop(direction, "not_tls", f"bytes that are not a TLS record at "
                            f"{self._who(direction)} (type {rtype}, length {length})", ts_ns, out)
-                self.undecrypted_bytes[direction] += len(buf)
-                buf.clear()
                 break
-            if len(buf) < 5 + length:
+            end = pos + 5 + length
+            if end > n:
                 break
-            version = bytes(buf[1:3])
-            body = bytes(buf[5:5 + length])
-            del buf[:5 + length]        # before _record: a key that is missing counts the rest
-            self._record(direction, rtype, version, body, ts_ns, out)
-        return out
+            self._record(direction, rtype, data[pos + 1:pos + 3], data[pos + 5:end], ts_ns, out)
+            pos = end
+        if pos < n:
+            if d.dead:      # stopped: the rest is not decrypted
+                self.undecrypted_bytes[direction] += n - pos
+            else:           # an incomplete record, or waiting for a key
+                d.buf += data[pos:]
+        return _coalesce(out) if len(out) > 1 else out
 
     def on_gap(self, direction: int, length: int, ts_ns: int) -> list[TlsNote]:
         """``length`` bytes of ``direction`` were never captured: its records are out of
