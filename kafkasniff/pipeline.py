@@ -587,8 +587,12 @@ class Pipeline:
             kafka.tls = tls.decryptor.session()
         for r in results:
             if type(r) is AppData:
-                out.extend(kafka.on_data(tls.stream_direction(r.direction), r.offset, r.data,
-                                         r.ts_ns))
+                if tls.confirmed:
+                    out.extend(kafka.on_data(tls.stream_direction(r.direction), r.offset,
+                                             r.data, r.ts_ns))
+                elif not tls.not_kafka:
+                    tls.held.append(r)
+                    out.extend(self._confirm_tls(tls, False))
             else:
                 out.append(kafka.issue(
                     IssueKind.TLS_UNDECRYPTED, f"TLS: {r.message}",
@@ -597,19 +601,56 @@ class Pipeline:
                     if r.direction >= 0 else -1))
         if t is not StreamClosed:
             return out
-        out.extend(kafka.on_close(ev.ts_ns, ev.reason))
+        if not tls.confirmed and not tls.not_kafka:
+            out.extend(self._confirm_tls(tls, True))
+        if not tls.not_kafka:
+            out.extend(kafka.on_close(ev.ts_ns, ev.reason))
         conn = tls.tcp
         self._close(conn)
         dec = tls.decryptor
         b = self.stats.bytes
         b["tls_decrypted"] += sum(dec.decrypted_bytes)
         b["tls"] += sum(dec.undecrypted_bytes)
-        if self.options.meta_records:
+        if self.options.meta_records and tls.not_kafka:
+            tls.read_hellos()
+            out.append(self._summary(conn, ConnectionKind.TLS, kafka.client_dir,
+                                     tls=tls.info | dec.info()))
+        elif self.options.meta_records:
             tls.read_hellos()
             sasl = kafka.sasl
             out.append(self._summary(conn, ConnectionKind.KAFKA, kafka.client_dir, kafka,
                                      tls=tls.info | dec.info(),
                                      sasl=sasl.to_json() if sasl is not None else None))
+        return out
+
+    def _confirm_tls(self, tls: TlsConnection, closing: bool) -> list:
+        """TLS found by its ClientHello on a port that is not a broker's: Kafka only when
+        the client's first decrypted bytes are Kafka requests (the rule of plaintext
+        detection, :func:`~kafkasniff.protocol.detect.looks_like_request_stream`), read
+        from at most :data:`~kafkasniff.classify.DETECT_WINDOW_BYTES`. Then the held
+        plaintext goes to the Kafka connection; otherwise the connection is not Kafka (its
+        records still count as decrypted) and its plaintext is dropped."""
+        from kafkasniff.classify import DETECT_WINDOW_BYTES
+        from kafkasniff.protocol.detect import looks_like_request_stream
+        from kafkasniff.protocol.framing import ACCEPT, NEED_MORE
+
+        first = b"".join(r.data for r in tls.held if r.direction == 0)[:DETECT_WINDOW_BYTES]
+        verdict = looks_like_request_stream(self.defs, first, self.classifier.validator) \
+            if first else NEED_MORE
+        if verdict == NEED_MORE and not closing and \
+                sum(len(r.data) for r in tls.held) < 2 * DETECT_WINDOW_BYTES:
+            return []
+        held, tls.held = tls.held, []
+        if verdict != ACCEPT:
+            tls.not_kafka = True
+            self.stats.other_connections += 1
+            return []
+        tls.confirmed = True
+        out: list = []
+        kafka = tls.kafka
+        for r in held:
+            out.extend(kafka.on_data(tls.stream_direction(r.direction), r.offset, r.data,
+                                     r.ts_ns))
         return out
 
     @staticmethod

@@ -43,7 +43,8 @@ class TlsConnection:
             not parse) once the connection closed on a broker port, else ``None``.
     """
 
-    __slots__ = ("tcp", "client_dir", "data", "info", "decryptor", "kafka")
+    __slots__ = ("tcp", "client_dir", "data", "info", "decryptor", "kafka", "confirmed",
+                 "held", "not_kafka")
 
     def __init__(self, tcp: TcpConnection, client_dir: int, first: tuple[bytes, bytes]) -> None:
         self.tcp = tcp
@@ -52,6 +53,12 @@ class TlsConnection:
         self.info: dict | None = None
         self.decryptor = None
         self.kafka = None
+        #: decrypted on a broker port, or its first decrypted frames are Kafka requests;
+        #: until then (TLS found on another port) the plaintext is ``held``
+        self.confirmed = client_dir >= 0
+        self.held: list = []
+        #: found on another port, and its plaintext is not Kafka
+        self.not_kafka = False
 
     def decrypt_with(self, keylog, kafka, wait=None) -> None:
         """Decrypt this connection with ``keylog``'s secrets

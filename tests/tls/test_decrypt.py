@@ -385,3 +385,84 @@ def test_keys_in_pcapng_decryption_secrets_blocks_are_used(decrypted, tmp_path):
     ledger = pipe.stats.bytes
     assert ledger["tls"] == 0 and sum(ledger.values()) == injected.stat().st_size
     assert ledger["capture_format"] > KEYLOG.stat().st_size
+
+
+# --------------------------------------------------------------------------- not Kafka
+
+def _openssl_session(tmp_path, client_says: bytes, server_says: bytes):
+    """A TLS 1.3 session between Python's ssl (OpenSSL) client and server, run in memory
+    (MemoryBIO), the client writing its key log: the bytes each side sent, in order, as
+    ``[(direction, bytes)]`` (0 client, 1 server), and the key log path."""
+    import ssl
+
+    from tests.support.tls_certs import make_certificates
+
+    files = make_certificates(tmp_path / "certs")
+    server_ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server_ctx.load_cert_chain(files.keystore)
+    client_ctx = ssl.create_default_context(cafile=str(files.ca))
+    client_ctx.keylog_filename = str(tmp_path / "keys.log")
+    bios = [(ssl.MemoryBIO(), ssl.MemoryBIO()) for _ in range(2)]     # (incoming, outgoing)
+    client = client_ctx.wrap_bio(*bios[0], server_hostname="localhost")
+    server = server_ctx.wrap_bio(*bios[1], server_side=True)
+    sent: list[tuple[int, bytes]] = []
+
+    def pump() -> None:
+        for d in (0, 1):
+            data = bios[d][1].read()
+            if data:
+                sent.append((d, data))
+                bios[1 - d][0].write(data)
+
+    for _ in range(10):
+        for end in (client, server):
+            try:
+                end.do_handshake()
+            except ssl.SSLWantReadError:
+                pass
+        pump()
+    client.write(client_says)
+    pump()
+    assert server.read(len(client_says)) == client_says
+    server.write(server_says)
+    pump()
+    assert client.read(len(server_says)) == server_says
+    return sent, tmp_path / "keys.log"
+
+
+def test_tls_on_another_port_whose_plaintext_is_not_kafka_is_not_decoded(tmp_path):
+    """HTTPS between OpenSSL peers on port 8443, its key log given: found as TLS by its
+    ClientHello and decrypted, but the first decrypted bytes are no Kafka request, so it is
+    not decoded as Kafka (no exchange, no decode error); its records count as decrypted."""
+    from tests.capture.builders import ether, ipv4, pcap, tcp_header
+
+    sent, keylog = _openssl_session(tmp_path, b"GET / HTTP/1.1\r\nHost: localhost\r\n\r\n",
+                                    b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+    c, s = bytes([10, 0, 0, 1]), bytes([10, 0, 0, 2])
+    seq = [1000, 5000]
+    ts = 10**18
+    records = []
+
+    def packet(d: int, payload: bytes, flags: int) -> None:
+        nonlocal ts
+        src, dst, sp, dp = (c, s, 50000, 8443) if d == 0 else (s, c, 8443, 50000)
+        records.append((ts // 10**9, ts % 10**9, ether(ipv4(src, dst, tcp_header(
+            sp, dp, seq[d], seq[1 - d], flags) + payload))))
+        seq[d] += len(payload) + (1 if flags & 0x03 else 0)
+        ts += 1000
+
+    packet(0, b"", 0x02)
+    packet(1, b"", 0x12)
+    for d, data in sent:
+        packet(d, data, 0x18)
+    packet(0, b"", 0x11)
+    packet(1, b"", 0x11)
+    path = tmp_path / "https.pcap"
+    path.write_bytes(pcap(records, nano=True))
+    cap, pipe = decode(path, PipelineOptions(tls_keylog=(str(keylog),)))
+    assert not cap.exchanges and not cap.issues
+    (summary,) = cap.connections.values()
+    assert summary.kind == "tls" and summary.tls["decrypted"]["version"] == "TLS 1.3"
+    assert summary.tls["decrypted"]["undecrypted_bytes"] == 0
+    assert pipe.stats.other_connections == 1
+    assert pipe.stats.bytes["tls_decrypted"] == sum(len(b) for _, b in sent)
