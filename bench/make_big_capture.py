@@ -51,27 +51,35 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     per_round = sum(len(s) for _, s in seeds)
     rounds = -(-args.packets // per_round)
-    t0 = 1_700_000_000 * 10**9
-    step = 10**9 // max(1, args.concurrency)
     brokers = [broker_addresses(path, segs) for path, segs in seeds]
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    n, size = write_replays(seeds, brokers, args.output, rounds, args.concurrency)
+    print(f"wrote {n} packets ({size / 1e6:.1f} MB of frames) from {len(seeds)} seed captures "
+          f"x {rounds} rounds = {rounds * len(seeds)} replicas to {args.output}")
+    return 0
+
+
+def write_replays(seeds: list[tuple[str, list[tuple]]], brokers: list[dict], output: Path,
+                  rounds: int, concurrency: int) -> tuple[int, int]:
+    """Replay every seed ``rounds`` times into the pcap ``output`` (``brokers``: each seed's
+    broker addresses), ``concurrency`` replicas starting per second of capture time:
+    (packets, bytes of frames) written."""
+    t0 = 1_700_000_000 * 10**9
+    step = 10**9 // max(1, concurrency)
     streams = []
     r = 0
     for _ in range(rounds):
         for (_path, segs), seed_brokers in zip(seeds, brokers):
             streams.append(replica(segs, r, 1, t0 + r * step, seed_brokers, mss=0))
             r += 1
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    n = 0
-    size = 0
-    with open(args.output, "wb") as f:
+    n = size = 0
+    with open(output, "wb") as f:
         w = dpkt.pcap.Writer(f, nano=True, snaplen=262144)
         for ts, frame in heapq.merge(*streams, key=lambda x: x[0]):
             w.writepkt(frame, ts=ts / 1e9)
             n += 1
             size += len(frame)
-    print(f"wrote {n} packets ({size / 1e6:.1f} MB of frames) from {len(seeds)} seed captures "
-          f"x {rounds} rounds = {r} replicas to {args.output}")
-    return 0
+    return n, size
 
 
 if __name__ == "__main__":

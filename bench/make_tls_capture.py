@@ -3,17 +3,19 @@ the TLS benchmark (``bench_tls.py``).
 
 The seeds are the plaintext captures of ``captures/`` (real clients; the TLS ones and the Kafka
 0.7 one, a wire format older than Kafka's TLS, left out).
+
 Every TCP connection whose handshake is captured, whose client speaks first and whose
-segments do not overlap is turned into a TLS 1.3 connection (TLS_AES_128_GCM_SHA256, RFC 8446): a ClientHello before the
-client's first bytes, the server's ServerHello and its encrypted flight (EncryptedExtensions
-and Finished, under the server handshake traffic secret), the client's encrypted Finished,
-then every segment's payload as application data records (at most 16 KiB each, under the
-traffic secrets), sequence and acknowledgement numbers moved by the bytes the records add.
-The secrets are random per connection and written as an NSS key log. Connections that
-cannot be converted are left out of both captures, so that the two hold the same Kafka
-frames. Both seed sets are then replayed like ``make_big_capture.py`` (fresh endpoints,
-staggered); replicas of a connection share its ciphertext and client random, which changes
-nothing for a decryptor. Nothing generated here is committed.
+segments do not overlap is turned into a TLS 1.3 connection (TLS_AES_128_GCM_SHA256, RFC
+8446): a ClientHello before the client's first bytes, the server's ServerHello and its
+encrypted flight (EncryptedExtensions and Finished, under the server handshake traffic
+secret), the client's encrypted Finished, then every segment's payload as application data
+records (at most 16 KiB each, under the traffic secrets), sequence and acknowledgement
+numbers moved by the bytes the records add. Secrets are derived per connection (reproducibly),
+written as an NSS key log. Connections that cannot be converted are left out of both
+captures, so that the two hold the same Kafka frames. Both seed sets are then replayed like
+``make_big_capture.py`` (fresh endpoints, staggered); replicas of a connection share its
+ciphertext and client random, which changes nothing for a decryptor. Nothing generated here
+is committed.
 
 Usage::
 
@@ -26,13 +28,12 @@ from __future__ import annotations
 import argparse
 import glob
 import hashlib
-import heapq
 import struct
 import sys
 from pathlib import Path
 
-import dpkt
-from live_traffic import ROOT, broker_addresses, broker_ports, load_seeds, replica
+from live_traffic import ROOT, broker_addresses, broker_ports, load_seeds
+from make_big_capture import write_replays
 
 SUITE = 0x1301                       # TLS_AES_128_GCM_SHA256
 MAX_PLAINTEXT = 1 << 14
@@ -172,27 +173,6 @@ def convert(seeds: list[tuple[str, list[tuple]]]) -> tuple[list, list, str, dict
     return plain_seeds, tls_seeds, "".join(logs), counts
 
 
-def write(seeds: list[tuple[str, list[tuple]]], brokers: list[dict], output: Path,
-          rounds: int, concurrency: int) -> int:
-    """Replay ``seeds`` ``rounds`` times into ``output`` (as make_big_capture does); the
-    number of packets written."""
-    t0 = 1_700_000_000 * 10**9
-    step = 10**9 // max(1, concurrency)
-    streams = []
-    r = 0
-    for _ in range(rounds):
-        for (_path, segs), seed_brokers in zip(seeds, brokers):
-            streams.append(replica(segs, r, 1, t0 + r * step, seed_brokers, mss=0))
-            r += 1
-    n = 0
-    with open(output, "wb") as f:
-        w = dpkt.pcap.Writer(f, nano=True, snaplen=262144)
-        for ts, frame in heapq.merge(*streams, key=lambda x: x[0]):
-            w.writepkt(frame, ts=ts / 1e9)
-            n += 1
-    return n
-
-
 def ensure(out_dir: Path, packets: int) -> tuple[Path, Path, Path]:
     """``(plain, tls, keylog)`` paths, generated first (in this script's own process) when
     one is missing."""
@@ -219,8 +199,9 @@ def main(argv: list[str] | None = None) -> int:
     brokers = [broker_addresses(path, segs) for path, segs in plain]
     rounds = -(-args.packets // sum(len(s) for _, s in plain))
     args.out.mkdir(parents=True, exist_ok=True)
-    n_plain = write(plain, brokers, args.out / "tls-plain.pcap", rounds, args.concurrency)
-    n_tls = write(tls, brokers, args.out / "tls.pcap", rounds, args.concurrency)
+    n_plain = write_replays(plain, brokers, args.out / "tls-plain.pcap", rounds,
+                            args.concurrency)[0]
+    n_tls = write_replays(tls, brokers, args.out / "tls.pcap", rounds, args.concurrency)[0]
     (args.out / "tls.keylog").write_text(log)
     print(f"{counts['converted']} connections converted ({counts['left_out']} left out) x "
           f"{rounds} rounds: {n_plain} packets in tls-plain.pcap, {n_tls} in tls.pcap")

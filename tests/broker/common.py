@@ -488,3 +488,24 @@ def unexpected_issues(cap: BrokerCapture,
             continue
         out.append((str(i.kind), i.client, i.message))
     return out
+
+
+def tshark_kafka_requests(pcap: Path, keylog: Path, ports) -> set[tuple[int, int, int]]:
+    """The Kafka requests Wireshark's dissector finds in ``pcap`` when it decrypts TLS on
+    the broker ``ports`` with the NSS key log ``keylog``: ``{(client port, api_key,
+    correlation_id)}`` (``tshark -o tls.keylog_file:...``)."""
+    import subprocess
+
+    args = ["tshark", "-r", str(pcap), "-n", "-o", f"tls.keylog_file:{keylog}"]
+    for port in ports:
+        args += ["-d", f"tcp.port=={port},tls", "-d", f"tls.port=={port},kafka"]
+    args += ["-Y", "kafka and (" + " or ".join(f"tcp.dstport == {p}" for p in ports) + ")",
+             "-T", "fields", "-e", "tcp.srcport", "-e", "kafka.request_key",
+             "-e", "kafka.correlation_id", "-E", "occurrence=a", "-E", "aggregator=,"]
+    out = subprocess.run(args, capture_output=True, text=True, timeout=120, check=True).stdout
+    found = set()
+    for line in out.splitlines():
+        port, keys, corrs = line.split("\t")
+        found.update((int(port), int(k), int(c)) for k, c in zip(keys.split(","),
+                                                                 corrs.split(",")))
+    return found

@@ -16,7 +16,6 @@ ways, TLS 1.3 and TLS 1.2 resumption: ``tls_sessions_scenario``). Checked on fre
 from __future__ import annotations
 
 import shutil
-import subprocess
 import uuid
 
 import pytest
@@ -24,25 +23,29 @@ import pytest
 from kafkasniff.model import ConnectionKind
 from kafkasniff.pipeline import PipelineOptions
 from tests.broker.common import body_differences, capture_scenario, client_port, decode, \
-    unpaired
+    tshark_kafka_requests, unpaired
 from tests.broker.scenarios import TLS_RUNS, TLS_SESSION_RUNS, tls_scenario, \
     tls_sessions_scenario
 
 N = 3
 
 
-@pytest.fixture(scope="module")
-def tls_capture(kafka_broker, go_clients, tmp_path_factory):
-    broker = kafka_broker
-    tag = "tls-" + uuid.uuid4().hex[:6]
+def _capture(broker, go_clients, tmp_path_factory, name: str, ports, scenario, n: int):
+    """(broker, key log, client runs, capture) of ``scenario`` on a fresh topic."""
+    tag = f"{name}-" + uuid.uuid4().hex[:6]
     topic = f"{tag}-topic"
     broker.create_topic(topic, partitions=2)
-    work = tmp_path_factory.mktemp("tls")
+    work = tmp_path_factory.mktemp(name)
     keylog = work / "keys.log"
-    cap, runs = capture_scenario(
-        broker, [broker.ssl_port, broker.sasl_ssl_port], work / "tls.pcap",
-        lambda: tls_scenario(go_clients, broker, topic, tag, keylog, N))
+    cap, runs = capture_scenario(broker, ports, work / f"{name}.pcap",
+                                 lambda: scenario(go_clients, broker, topic, tag, keylog, n))
     return broker, keylog, runs, cap
+
+
+@pytest.fixture(scope="module")
+def tls_capture(kafka_broker, go_clients, tmp_path_factory):
+    return _capture(kafka_broker, go_clients, tmp_path_factory, "tls",
+                    [kafka_broker.ssl_port, kafka_broker.sasl_ssl_port], tls_scenario, N)
 
 
 def _client_randoms(keylog) -> set[str]:
@@ -84,19 +87,7 @@ def test_the_key_log_covers_every_connection(tls_capture):
 @pytest.mark.skipif(shutil.which("tshark") is None, reason="tshark not installed")
 def test_tshark_decrypts_exactly_the_requests_the_broker_logged(tls_capture):
     broker, keylog, _, cap = tls_capture
-    args = ["tshark", "-r", str(cap.pcap), "-o", f"tls.keylog_file:{keylog}", "-n"]
-    for port in (broker.ssl_port, broker.sasl_ssl_port):
-        args += ["-d", f"tcp.port=={port},tls", "-d", f"tls.port=={port},kafka"]
-    args += ["-Y", "kafka and (tcp.dstport == %d or tcp.dstport == %d)"
-             % (broker.ssl_port, broker.sasl_ssl_port),
-             "-T", "fields", "-e", "tcp.srcport", "-e", "kafka.request_key",
-             "-e", "kafka.correlation_id", "-E", "occurrence=a", "-E", "aggregator=,"]
-    out = subprocess.run(args, capture_output=True, text=True, timeout=120, check=True).stdout
-    found = set()
-    for line in out.splitlines():
-        port, keys, corrs = line.split("\t")
-        for key, corr in zip(keys.split(","), corrs.split(",")):
-            found.add((int(port), int(key), int(corr)))
+    found = tshark_kafka_requests(cap.pcap, keylog, [broker.ssl_port, broker.sasl_ssl_port])
     logged = {(r.client_port, r.api_key, r.correlation_id) for r in cap.logged}
     assert logged and logged <= found
     # the authenticator's SASL requests and ApiVersions are not in the request log
@@ -107,16 +98,8 @@ def test_tshark_decrypts_exactly_the_requests_the_broker_logged(tls_capture):
 
 @pytest.fixture(scope="module")
 def sessions_capture(kafka_broker, go_clients, tmp_path_factory):
-    broker = kafka_broker
-    tag = "sessions-" + uuid.uuid4().hex[:6]
-    topic = f"{tag}-topic"
-    broker.create_topic(topic, partitions=2)
-    work = tmp_path_factory.mktemp("tls-sessions")
-    keylog = work / "keys.log"
-    cap, runs = capture_scenario(
-        broker, broker.ssl_port, work / "sessions.pcap",
-        lambda: tls_sessions_scenario(go_clients, broker, topic, tag, keylog, 16))
-    return broker, keylog, runs, cap
+    return _capture(kafka_broker, go_clients, tmp_path_factory, "sessions",
+                    kafka_broker.ssl_port, tls_sessions_scenario, 16)
 
 
 @pytest.mark.parametrize("which", ["tls_capture", "sessions_capture"])

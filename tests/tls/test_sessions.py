@@ -14,14 +14,13 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 
 import pytest
 
 from kafkasniff.issues import IssueKind
 from kafkasniff.pipeline import PipelineOptions
 from tests.broker.common import body_differences, client_port, decode, logged_from_truth, \
-    unpaired
+    tshark_kafka_requests, unpaired
 from tests.conftest import CAPTURES
 
 PCAP = CAPTURES / "broker_tls_sessions.pcap"
@@ -151,19 +150,7 @@ def test_tshark_finds_the_same_kafka_requests_with_the_same_key_log(name):
     pcap = CAPTURES / f"{name}.pcap"
     truth = json.loads(pcap.with_suffix(".truth.json").read_text())
     ports = truth["broker_ports"]
-    args = ["tshark", "-r", str(pcap), "-n", "-o",
-            f"tls.keylog_file:{CAPTURES / truth['keylog']}"]
-    for port in ports:
-        args += ["-d", f"tcp.port=={port},tls", "-d", f"tls.port=={port},kafka"]
-    args += ["-Y", "kafka and (" + " or ".join(f"tcp.dstport == {p}" for p in ports) + ")",
-             "-T", "fields", "-e", "tcp.srcport", "-e", "kafka.request_key",
-             "-e", "kafka.correlation_id", "-E", "occurrence=a", "-E", "aggregator=,"]
-    out = subprocess.run(args, capture_output=True, text=True, timeout=120, check=True).stdout
-    theirs = set()
-    for line in out.splitlines():
-        port, keys, corrs = line.split("\t")
-        theirs.update((int(port), int(k), int(c)) for k, c in zip(keys.split(","),
-                                                                  corrs.split(",")))
+    theirs = tshark_kafka_requests(pcap, CAPTURES / truth["keylog"], ports)
     cap, _ = decode(pcap, PipelineOptions(ports=frozenset(ports),
                                           tls_keylog=(str(CAPTURES / truth["keylog"]),)),
                     logged_from_truth(truth["broker_requests"]))
