@@ -152,17 +152,26 @@ class TlsNote:
     ts_ns: int
 
 
-_HASHES: dict = {}
+_CRYPTO: dict = {}
+
+
+def _crypto() -> dict:
+    """``cryptography``'s classes, imported on first use (plaintext runs never import it)."""
+    if not _CRYPTO:
+        from cryptography.exceptions import InvalidTag
+        from cryptography.hazmat.primitives import hashes
+        from cryptography.hazmat.primitives.ciphers import algorithms
+        from cryptography.hazmat.primitives.ciphers.aead import AESGCM, ChaCha20Poly1305
+        from cryptography.hazmat.primitives.kdf.hkdf import HKDFExpand
+
+        _CRYPTO.update(sha1=hashes.SHA1, sha256=hashes.SHA256, sha384=hashes.SHA384,
+                       hkdf_expand=HKDFExpand, gcm=AESGCM, chacha20=ChaCha20Poly1305,
+                       AES=algorithms.AES, InvalidTag=InvalidTag)
+    return _CRYPTO
 
 
 def _hash(name: str):
-    if not _HASHES:     # cryptography is imported on first use (not by plaintext runs)
-        from cryptography.hazmat.primitives import hashes
-        from cryptography.hazmat.primitives.kdf.hkdf import HKDFExpand
-
-        _HASHES.update(sha1=hashes.SHA1, sha256=hashes.SHA256, sha384=hashes.SHA384,
-                       hkdf_expand=HKDFExpand)
-    return _HASHES[name]()
+    return (_CRYPTO or _crypto())[name]()
 
 
 def prf(secret: bytes, label: bytes, seed: bytes, length: int, hash_name: str) -> bytes:
@@ -184,7 +193,7 @@ def hkdf_expand_label(secret: bytes, label: bytes, context: bytes, length: int,
     full = b"tls13 " + label
     info = struct.pack(">HB", length, len(full)) + full + bytes([len(context)]) + context
     algorithm = _hash(hash_name)
-    return _HASHES["hkdf_expand"](algorithm, length, info).derive(secret)
+    return _CRYPTO["hkdf_expand"](algorithm, length, info).derive(secret)
 
 
 class _Keys:
@@ -197,21 +206,18 @@ class _Keys:
 
     def __init__(self, suite: Suite, key: bytes, iv: bytes, mac_key: bytes = b"",
                  *, tls13: bool, secret: bytes = b"") -> None:
-        from cryptography.exceptions import InvalidTag
-        from cryptography.hazmat.primitives.ciphers import algorithms
-        from cryptography.hazmat.primitives.ciphers.aead import AESGCM, ChaCha20Poly1305
-
+        c = _crypto()
         self.suite = suite
         self.tls13 = tls13
-        self.aead = AESGCM(key) if suite.cipher == "gcm" else \
-            ChaCha20Poly1305(key) if suite.cipher == "chacha20" else None
-        self.cbc = algorithms.AES(key) if suite.cipher == "cbc" else None
+        self.aead = c["gcm"](key) if suite.cipher == "gcm" else \
+            c["chacha20"](key) if suite.cipher == "chacha20" else None
+        self.cbc = c["AES"](key) if suite.cipher == "cbc" else None
         self.iv = iv
         self.iv_int = int.from_bytes(iv, "big")
         self.mac_key = mac_key
         self.seq = 0
         self.secret = secret
-        self.invalid_tag = InvalidTag
+        self.invalid_tag = c["InvalidTag"]
 
     def _nonce(self) -> bytes:
         """The per-record nonce: the IV XOR the sequence number (RFC 8446 5.3, RFC 7905)."""
@@ -412,6 +418,24 @@ class TlsDecryptor:
             end = pos + 5 + length
             if end > n:
                 break
+            keys = d.keys
+            if rtype == _APPDATA and keys is not None and keys.tls13:
+                # the common record, inline: TLS 1.3 application data (RFC 8446 5.2, 5.3)
+                try:
+                    inner = keys.aead.decrypt((keys.iv_int ^ keys.seq).to_bytes(12, "big"),
+                                              data[pos + 5:end], data[pos:pos + 5])
+                except keys.invalid_tag:
+                    inner = b""         # _record reports it (and counts the sequence)
+                else:
+                    keys.seq += 1
+                    if inner and inner[-1] == _APPDATA:
+                        self.decrypted_bytes[direction] += 5 + length
+                        if len(inner) > 1:
+                            out.append(AppData(direction, d.app_offset, inner[:-1], ts_ns))
+                            d.app_offset += len(inner) - 1
+                        pos = end
+                        continue
+                    keys.seq -= 1       # padding or another content type: _record opens it
             self._record(direction, rtype, data[pos + 1:pos + 3], data[pos + 5:end], ts_ns, out)
             pos = end
         if pos < n:
