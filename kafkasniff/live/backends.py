@@ -167,6 +167,7 @@ PACKET_FANOUT_HASH = 0
 #: batch kinds on the way to the decoders (first 8 bytes of a batch: kind, link type, flags)
 KIND_RECORDS = 1          # <ts_ns, caplen, orig_len, link_type> + bytes, repeated
 KIND_TPACKET_V3 = 2       # one TPACKET_V3 block as the kernel wrote it
+KIND_SECRETS = 3          # a pcapng Decryption Secrets Block: <u32 secrets type> + its data
 FLAG_COOKED = 1           # build an SLL2 header from each packet's sockaddr_ll
 FLAG_SKIP_OUTGOING = 2    # skip PACKET_OUTGOING copies (loopback, kernels before 4.20)
 batch_header = struct.Struct("<HHI")
@@ -590,20 +591,27 @@ class StreamBackend(Backend):
     def __init__(self, source: str, fd: int = 0) -> None:
         from kafkasniff.capture.pcapfile import open_capture
 
+        #: ``on_secrets(secrets_type, data)`` for the stream's pcapng Decryption Secrets
+        #: Blocks (set in the capture process: the dispatcher sends them to every decoder)
+        self.on_secrets: Callable[[int, bytes], None] | None = None
         if source == "-":
             self.name = "<stdin>"
             self.reader = _IdleAwareStdin(fd, "<stdin>")
-            self.packets = open_capture(self.reader)
+            self.packets = open_capture(self.reader, on_secrets=self._secrets)
             self.pipe = not stat.S_ISREG(os.fstat(fd).st_mode)
         else:
             self.name = source
             self.reader = None
-            self.packets = open_capture(source)
+            self.packets = open_capture(source, on_secrets=self._secrets)
             self.pipe = False
         self._iter = iter(self.packets)
         self.link_type = self.packets.link_types.get(0, 1)
         self.exhausted = False
         self.issues = self.packets.issues
+
+    def _secrets(self, secrets_type: int, data: bytes) -> None:
+        if self.on_secrets is not None:
+            self.on_secrets(secrets_type, data)
 
     def set_hooks(self, on_idle: Callable[[], None], stopping: Callable[[], bool]) -> None:
         """Called in the capture process: what to do while stdin is quiet, and when to end."""

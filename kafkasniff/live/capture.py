@@ -90,6 +90,7 @@ def capture_main(backend, cfg: LiveConfig, queues: list, counters, stop_ev, errq
         if stream:
             add = disp.add4
             backend.set_hooks(tick, stop_ev.is_set)
+            backend.on_secrets = disp.add_secrets
             while not backend.exhausted:
                 backend.read(add, 0.05)
                 tick()

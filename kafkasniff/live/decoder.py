@@ -19,8 +19,9 @@ import struct
 import time
 import traceback
 
-from kafkasniff.live.backends import (FLAG_COOKED, FLAG_SKIP_OUTGOING, KIND_TPACKET_V3,
-                                      batch_header, block_packets, tp3_packet_header)
+from kafkasniff.live.backends import (FLAG_COOKED, FLAG_SKIP_OUTGOING, KIND_SECRETS,
+                                      KIND_TPACKET_V3, batch_header, block_packets,
+                                      tp3_packet_header)
 from kafkasniff.live.config import CONN_ID_STRIDE, END_BARRIER_S, KEPT_AT_END, LiveConfig
 from kafkasniff.live.dispatch import packet_record
 from kafkasniff.live.messages import (AllFed, DecoderDone, DecoderFailed, DecoderFed,
@@ -104,6 +105,9 @@ def decoder_main(wid: int, cfg: LiveConfig, inq, ctlq, resq, defs=None) -> None:
                 kind, blt, bflags = batch_header.unpack_from(buf, 0)
                 if kind == KIND_TPACKET_V3:
                     _feed_block(buf, _BATCH_HDR, blt, bflags, feed, handle, CP)
+                elif kind == KIND_SECRETS:
+                    pipe.add_secrets(struct.unpack_from("<I", buf, _BATCH_HDR)[0],
+                                     bytes(buf[_BATCH_HDR + 4:]))
                 else:
                     off = _BATCH_HDR
                     end = len(buf)

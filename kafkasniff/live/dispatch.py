@@ -17,7 +17,7 @@ import struct
 import time
 from typing import Any, Callable
 
-from kafkasniff.live.backends import KIND_RECORDS, batch_header
+from kafkasniff.live.backends import KIND_RECORDS, KIND_SECRETS, batch_header
 from kafkasniff.live.config import C_DISPATCHED, C_PACKETS, C_QUEUE_DROPS, LiveConfig
 
 __all__ = [
@@ -225,6 +225,15 @@ class Dispatcher:
         else:
             c[C_QUEUE_DROPS] += cnt
         del b[:]        # copied into the channel: reuse the buffer
+
+    def add_secrets(self, secrets_type: int, data: bytes) -> None:
+        """A pcapng Decryption Secrets Block of the stream: every decoder gets it after the
+        packets before it (their batches are sent first). Never written to ``--write``
+        files: key material goes into no output."""
+        self.flush_all(final=True)
+        head = batch_header.pack(KIND_SECRETS, 0, 0)
+        for q in self.queues:
+            q.put(struct.pack("<I", secrets_type) + data, 0, True, head)
 
     def flush_due(self, now: float) -> None:
         """Send batches older than ``flush_ms``."""
