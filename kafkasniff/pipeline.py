@@ -577,7 +577,6 @@ class Pipeline:
         kafka = tls.kafka
         out: list = []
         if t is StreamData:
-            tls.on_data(ev.direction, ev.offset, ev.data)
             results = tls.decryptor.feed(tls.side(ev.direction), ev.data, ev.ts_ns)
         elif t is StreamGap:
             results = tls.decryptor.on_gap(tls.side(ev.direction), ev.length, ev.ts_ns)

@@ -65,14 +65,14 @@ class TlsConnection:
         (:class:`~kafkasniff.tls.keylog.KeyLog`), feeding the plaintext to ``kafka`` (the
         pipeline's Kafka connection for it, whose ``client_dir`` says which side is the
         client); ``wait``: the pipeline's :class:`~kafkasniff.tls.decrypt.KeyWait`, or
-        ``None`` to give up at once on a missing secret. The hello window starts over: the
-        caller replays the held events."""
+        ``None`` to give up at once on a missing secret. The caller replays the held events
+        into the decryptor, which reads the hellos itself: no hello window is kept."""
         from kafkasniff.tls.decrypt import TlsDecryptor
 
         self.client_dir = kafka.client_dir
         self.decryptor = TlsDecryptor(keylog, wait)
         self.kafka = kafka
-        self.data = [bytearray(), bytearray()]
+        self.data = None
 
     def side(self, direction: int) -> int:
         """The decryptor's side (0 client, 1 server) of a stream direction."""
@@ -90,10 +90,14 @@ class TlsConnection:
             buf += data[:HELLO_BYTES - len(buf)]
 
     def read_hellos(self) -> tuple[TlsHello | None, TlsHello | None]:
-        """The client's and the server's hello from the kept first bytes (``None`` for one
-        that did not parse); sets :attr:`info`. Needs ``client_dir`` >= 0."""
-        client = parse_hello(bytes(self.data[self.client_dir]))
-        server = parse_hello(bytes(self.data[1 - self.client_dir]))
+        """The client's and the server's hello from the kept first bytes, or from the
+        decryptor when there is one (``None`` for one that did not parse); sets
+        :attr:`info`. Needs ``client_dir`` >= 0."""
+        if self.decryptor is not None:
+            client, server = self.decryptor.hellos
+        else:
+            client = parse_hello(bytes(self.data[self.client_dir]))
+            server = parse_hello(bytes(self.data[1 - self.client_dir]))
         self.info = {"client_hello": client.to_json() if client else None,
                      "server_hello": server.to_json() if server else None}
         return client, server

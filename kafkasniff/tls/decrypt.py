@@ -351,6 +351,8 @@ class TlsDecryptor:
     Attributes:
         client_random, server_random: from the hellos (``None`` until seen).
         sni: the server name of the ClientHello (``None`` when it has none).
+        hellos: the first ClientHello and ServerHello (:class:`TlsHello`, by side), as the
+            connection summary shows them.
         resumed: the session was resumed (TLS 1.3: the ServerHello accepted a pre-shared
             key; TLS 1.2: the abbreviated handshake, the server's ChangeCipherSpec first).
         version: ``"TLS 1.2"`` or ``"TLS 1.3"`` once the ServerHello is seen.
@@ -377,6 +379,7 @@ class TlsDecryptor:
         self.suite_id: int | None = None
         self.etm = False
         self.sni: str | None = None
+        self.hellos: list[TlsHello | None] = [None, None]
         self.resumed = False
         self.key_updates = [0, 0]
         # TLS 1.2 resumption: what names this session for a later connection, and what
@@ -566,6 +569,8 @@ class TlsDecryptor:
                 if mtype in (1, 2) and d.keys is None else None
             del d.hs[:4 + mlen]
             if hello is not None:
+                if self.hellos[direction] is None:
+                    self.hellos[direction] = hello
                 if hello.random is not None and mtype == 1 and direction == CLIENT:
                     self.client_random = hello.random
                     self.sni = hello.sni

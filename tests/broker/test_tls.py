@@ -22,10 +22,15 @@ import pytest
 
 from kafkasniff.model import ConnectionKind
 from kafkasniff.pipeline import PipelineOptions
-from tests.broker.common import body_differences, capture_scenario, client_port, decode, \
-    tshark_kafka_requests, unpaired
-from tests.broker.scenarios import TLS_RUNS, TLS_SESSION_RUNS, tls_scenario, \
-    tls_sessions_scenario
+from tests.broker.common import (
+    body_differences,
+    capture_scenario,
+    client_port,
+    decode,
+    tshark_kafka_requests,
+    unpaired,
+)
+from tests.broker.scenarios import TLS_RUNS, TLS_SESSION_RUNS, tls_scenario, tls_sessions_scenario
 
 N = 3
 

@@ -466,3 +466,15 @@ def test_tls_on_another_port_whose_plaintext_is_not_kafka_is_not_decoded(tmp_pat
     assert summary.tls["decrypted"]["undecrypted_bytes"] == 0
     assert pipe.stats.other_connections == 1
     assert pipe.stats.bytes["tls_decrypted"] == sum(len(b) for _, b in sent)
+
+
+def test_summaries_show_the_same_hellos_with_keys_as_without(decrypted):
+    """With keys the hellos come from the decryptor (no hello window is kept): the same
+    fields as the window gives without keys."""
+    cap, _ = decrypted
+    plain, _ = decode(PCAP, PipelineOptions(ports=frozenset(TRUTH["broker_ports"])))
+    assert len(plain.connections) == len(cap.connections) == 12
+    for client, summary in plain.connections.items():
+        for hello in ("client_hello", "server_hello"):
+            assert summary.tls[hello] and cap.connections[client].tls[hello] == \
+                summary.tls[hello]

@@ -19,8 +19,14 @@ import pytest
 
 from kafkasniff.issues import IssueKind
 from kafkasniff.pipeline import PipelineOptions
-from tests.broker.common import body_differences, client_port, decode, logged_from_truth, \
-    tshark_kafka_requests, unpaired
+from tests.broker.common import (
+    body_differences,
+    client_port,
+    decode,
+    logged_from_truth,
+    tshark_kafka_requests,
+    unpaired,
+)
 from tests.conftest import CAPTURES
 
 PCAP = CAPTURES / "broker_tls_sessions.pcap"
