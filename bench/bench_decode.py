@@ -7,6 +7,11 @@ then runs, each as its own process measured by ``/usr/bin/time`` (wall seconds, 
 - ``kafkasniff read --json``    full decode + JSON of every field, to /dev/null
 - ``tshark -T fields``          tshark's Kafka dissector, a few fields per frame
 - ``tshark -V``                 tshark's full protocol tree, to /dev/null
+- ``dpkt``                      merely iterating the packets (the Python floor)
+
+A capture that is not on port 9092 (``make_real_capture.py``'s) names its broker ports in a
+``.ports`` file next to it: kafkasniff gets ``--port`` and tshark ``-d tcp.port==P,kafka``
+for each.
 
 and prints packets/s, MB/s, exchanges/s, peak memory and the ratio to tshark. Results are
 also written as JSON (``--json-out``). Timings are measured here, never asserted in tests.
@@ -58,22 +63,30 @@ def main(argv: list[str] | None = None) -> int:
     make_big_capture.ensure(args.capture, args.packets)
     size = args.capture.stat().st_size
     ks = str(VENV_BIN / "kafkasniff")
+    ports_file = args.capture.with_suffix(".ports")
+    ports = ports_file.read_text().split() if ports_file.exists() else []
+    ks_ports = [a for p in ports for a in ("--port", p)]
+    ts_ports = [a for p in ports for a in ("-d", f"tcp.port=={p},kafka")]
     # packets and exchanges, from kafkasniff's own report
-    wall, rss, out = measure([ks, "stats", "--json", str(args.capture)], stdout=subprocess.PIPE)
+    wall, rss, out = measure([ks, "stats", "--json", *ks_ports, str(args.capture)],
+                             stdout=subprocess.PIPE)
     report = json.loads(out)
     packets = report["pipeline"]["packets"]
     exchanges = report["total"]["count"]
     rows = [("kafkasniff stats", wall, rss)]
-    rows.append(("kafkasniff read --json", *measure([ks, "read", "-q", "--json",
+    rows.append(("kafkasniff read --json", *measure([ks, "read", "-q", "--json", *ks_ports,
                                                      str(args.capture)])[:2]))
     tshark = shutil.which("tshark")
     if tshark:
         rows.append(("tshark -T fields (kafka)", *measure(
-            [tshark, "-r", str(args.capture), "-T", "fields", "-e", "kafka.api_key",
+            [tshark, "-r", str(args.capture), *ts_ports, "-T", "fields", "-e", "kafka.api_key",
              "-e", "kafka.correlation_id", "-e", "kafka.error"])[:2]))
         if not args.skip_verbose_tshark:
             rows.append(("tshark -V (full tree)", *measure([tshark, "-r", str(args.capture),
-                                                            "-V"])[:2]))
+                                                            *ts_ports, "-V"])[:2]))
+    rows.append(("dpkt (iterate packets)", *measure(
+        [sys.executable, "-c", "import dpkt, sys\nfor _ in dpkt.pcap.Reader(open(sys.argv[1], "
+         "'rb')): pass", str(args.capture)])[:2]))
     base = next((w for name, w, _ in rows if name.startswith("tshark -T")), None)
     print(f"capture: {args.capture} ({size / 1e6:.0f} MB, {packets} packets, "
           f"{exchanges} exchanges); machine: {os.cpu_count()} cores")
@@ -89,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
                         "peak_rss_mb": round(kib / 1024), "ratio_to_tshark_fields": ratio})
     scaling = [{"packets": packets, "seconds": round(rows[0][1], 1),
                 "peak_rss_mb": round(rows[0][2] / 1024)}]
-    for k in args.scale:
+    for k in ([] if ports else args.scale):
         big = make_big_capture.ensure(args.capture.with_name(f"{args.capture.stem}-x{k}.pcap"),
                                       k * args.packets)
         w, kib, out = measure([ks, "stats", "--json", str(big)], stdout=subprocess.PIPE)
