@@ -323,9 +323,12 @@ class Pipeline:
         b["tcp_ignored"] = t.ignored_bytes
 
     def open(self, source, **kwargs):
-        """:func:`kafkasniff.capture.pcapfile.open_capture` of ``source`` (``kwargs`` go
-        to it) with its pcapng Decryption Secrets Blocks given to :meth:`add_secrets`:
-        every command that feeds this pipeline opens its captures here."""
+        """Open ``source`` (a path, ``"-"`` or a binary file object) with
+        :func:`kafkasniff.capture.pcapfile.open_capture` (``kwargs`` go to it), its pcapng
+        Decryption Secrets Blocks (pcapng 4.7) given to :meth:`add_secrets`: every command
+        that feeds this pipeline opens its captures here. Returns the
+        :class:`~kafkasniff.capture.pcapfile.PacketSource`; raises
+        :class:`kafkasniff.errors.CaptureError` as ``open_capture`` does."""
         from kafkasniff.capture.pcapfile import open_capture
 
         return open_capture(source, on_secrets=self.add_secrets, **kwargs)
@@ -471,6 +474,10 @@ class Pipeline:
                     tls.decrypt_with(self.keylog, KafkaConnection(
                         self.ctx, conn, client_dir, mid_stream=not conn.handshake_seen),
                         self.key_wait)
+                    if verdict.client_dir < 0:
+                        # not on a broker port: Kafka only if the plaintext is, by the
+                        # rules that find plaintext Kafka on any port
+                        tls.first = FirstBytes(self.classifier, -1, False)
                     out: list = []
                     for e in state.events:
                         out.extend(self._to_tls(tls, e))
@@ -586,12 +593,11 @@ class Pipeline:
             kafka.tls = tls.decryptor.session()
         for r in results:
             if type(r) is AppData:
-                if tls.confirmed:
+                if tls.first is not None:
+                    out.extend(self._confirm_tls(tls, r))
+                elif not tls.not_kafka:
                     out.extend(kafka.on_data(tls.stream_direction(r.direction), r.offset,
                                              r.data, r.ts_ns))
-                elif not tls.not_kafka:
-                    tls.held.append(r)
-                    out.extend(self._confirm_tls(tls, False))
             else:
                 out.append(kafka.issue(
                     IssueKind.TLS_UNDECRYPTED, f"TLS: {r.message}",
@@ -600,8 +606,8 @@ class Pipeline:
                     if r.direction >= 0 else -1))
         if t is not StreamClosed:
             return out
-        if not tls.confirmed and not tls.not_kafka:
-            out.extend(self._confirm_tls(tls, True))
+        if tls.first is not None:
+            out.extend(self._confirm_tls(tls, None))
         if not tls.not_kafka:
             out.extend(kafka.on_close(ev.ts_ns, ev.reason))
         conn = tls.tcp
@@ -622,34 +628,31 @@ class Pipeline:
                                      sasl=sasl.to_json() if sasl is not None else None))
         return out
 
-    def _confirm_tls(self, tls: TlsConnection, closing: bool) -> list:
-        """TLS found by its ClientHello on a port that is not a broker's: Kafka only when
-        the client's first decrypted bytes are Kafka requests (the rule of plaintext
-        detection, :func:`~kafkasniff.protocol.detect.looks_like_request_stream`), read
-        from at most :data:`~kafkasniff.classify.DETECT_WINDOW_BYTES`. Then the held
-        plaintext goes to the Kafka connection; otherwise the connection is not Kafka (its
-        records still count as decrypted) and its plaintext is dropped."""
-        from kafkasniff.classify import DETECT_WINDOW_BYTES
-        from kafkasniff.protocol.detect import looks_like_request_stream
-        from kafkasniff.protocol.framing import ACCEPT, NEED_MORE
-
-        first = b"".join(r.data for r in tls.held if r.direction == 0)[:DETECT_WINDOW_BYTES]
-        verdict = looks_like_request_stream(self.defs, first, self.classifier.validator) \
-            if first else NEED_MORE
-        if verdict == NEED_MORE and not closing and \
-                sum(len(r.data) for r in tls.held) < 2 * DETECT_WINDOW_BYTES:
+    def _confirm_tls(self, tls: TlsConnection, r: AppData | None) -> list:
+        """TLS found by its ClientHello on a port that is not a broker's: its plaintext
+        ``r`` (``None``: the connection ended) goes to the classifier's
+        :class:`~kafkasniff.classify.FirstBytes`, held until the verdict. Kafka sent by
+        the TLS client: the held plaintext goes to the Kafka connection. Anything else: the
+        connection is not Kafka (its records still count as decrypted), its plaintext is
+        dropped and it counts as another connection."""
+        first = tls.first
+        if r is None:
+            verdict = first.on_close()
+        else:
+            tls.held.append(r)
+            verdict = first.on_data(tls.stream_direction(r.direction), r.offset, r.data)
+        if verdict is None:
             return []
-        held, tls.held = tls.held, []
-        if verdict != ACCEPT:
+        held, tls.held, tls.first = tls.held, [], None
+        kafka = tls.kafka
+        if verdict.kind is not ConnectionKind.KAFKA or verdict.client_dir != kafka.client_dir:
             tls.not_kafka = True
             self.stats.other_connections += 1
             return []
-        tls.confirmed = True
         out: list = []
-        kafka = tls.kafka
-        for r in held:
-            out.extend(kafka.on_data(tls.stream_direction(r.direction), r.offset, r.data,
-                                     r.ts_ns))
+        for h in held:
+            out.extend(kafka.on_data(tls.stream_direction(h.direction), h.offset, h.data,
+                                     h.ts_ns))
         return out
 
     @staticmethod

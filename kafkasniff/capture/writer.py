@@ -160,7 +160,11 @@ class PcapNgWriter:
     def write_secrets(self, secrets_type: int, data: bytes) -> None:
         """Append a Decryption Secrets Block (draft-ietf-opsawg-pcapng section 4.7):
         ``secrets_type`` (``0x544c534b``: TLS key log text) and the secrets ``data``; it
-        applies to the packets after it."""
+        applies to the packets after it.
+
+        Raises:
+            ValueError: a write after close.
+        """
         if self._closed:
             raise ValueError(f"{self.name}: write after close")
         self._put(_block(_DSB, struct.pack("<II", secrets_type, len(data)) + data))

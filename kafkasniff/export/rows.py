@@ -415,6 +415,10 @@ def _topics(ex: Exchange) -> list[str]:
     return list(ex.wire_topics if ex.topic_ids or ex.wire_topics else ex.topics)
 
 
+#: the TLS columns of a plaintext exchange
+_NO_TLS = {"tls_version": None, "tls_cipher_suite": None, "tls_sni": None}
+
+
 def exchange_rows(ex: Exchange, capture: str, conn_key: str, *, defs=None,
                   with_records: bool = False) -> dict[str, Iterable[dict]]:
     """Rows of one exchange: ``{"exchanges": [row], "partitions": [...], "issues": [...],
@@ -451,9 +455,9 @@ def exchange_rows(ex: Exchange, capture: str, conn_key: str, *, defs=None,
            "throttle_time_ms": _int(ex.throttle_time_ms),
            "topics": _topics(ex), "topic_ids": list(ex.topic_ids),
            "inferred": ex.inferred, "assumed_version": ex.assumed_version,
-           "tls_version": ex.tls.version if ex.tls is not None else None,
-           "tls_cipher_suite": ex.tls.cipher_suite if ex.tls is not None else None,
-           "tls_sni": ex.tls.sni if ex.tls is not None else None,
+           **(_NO_TLS if ex.tls is None else {"tls_version": ex.tls.version,
+                                              "tls_cipher_suite": ex.tls.cipher_suite,
+                                              "tls_sni": ex.tls.sni}),
            "issue_kinds": list(dict.fromkeys(str(i.kind) for i in ex.issues)),
            "issue_count": len(ex.issues),
            "request_json": body_json(q), "response_json": body_json(r)}

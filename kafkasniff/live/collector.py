@@ -104,7 +104,8 @@ def merge_stats(parts: list[dict]) -> dict:
     """Sum decoder stats dicts."""
     out: dict = {"packets": 0, "packet_bytes": 0, "skipped": {}, "tcp_segments": 0,
                  "kafka_connections": 0, "other_connections": 0, "other_bytes": 0,
-                 "tls_connections": 0, "tls_secrets_blocks": 0, "kafka07_connections": 0, "exchanges": {},
+                 "tls_connections": 0, "tls_secrets_blocks": 0, "kafka07_connections": 0,
+                 "exchanges": {},
                  "issues": {}, "first_ts_ns": 0, "last_ts_ns": 0, "bytes": {}, "budgets": {}}
     for p in parts:
         if not p:

@@ -279,7 +279,7 @@ def _ship_keylogs(options):
             raise SparkDecodeError(f"{path}: cannot read the key log: "
                                    f"{exc.strerror or exc}") from None
     return dataclasses.replace(options, tls_keylog=(),
-                               tls_keylog_text=options.tls_keylog_text + "\n".join(texts))
+                               tls_keylog_text="\n".join([options.tls_keylog_text, *texts]))
 
 
 def _decode_rows(tasks: list[dict], ids: Iterable[int]) -> Iterator[dict]:

@@ -43,8 +43,8 @@ class TlsConnection:
             not parse) once the connection closed on a broker port, else ``None``.
     """
 
-    __slots__ = ("tcp", "client_dir", "data", "info", "decryptor", "kafka", "confirmed",
-                 "held", "not_kafka")
+    __slots__ = ("tcp", "client_dir", "data", "info", "decryptor", "kafka", "first", "held",
+                 "not_kafka")
 
     def __init__(self, tcp: TcpConnection, client_dir: int, first: tuple[bytes, bytes]) -> None:
         self.tcp = tcp
@@ -53,9 +53,11 @@ class TlsConnection:
         self.info: dict | None = None
         self.decryptor = None
         self.kafka = None
-        #: decrypted on a broker port, or its first decrypted frames are Kafka requests;
-        #: until then (TLS found on another port) the plaintext is ``held``
-        self.confirmed = client_dir >= 0
+        #: TLS found on a port that is not a broker's: the classifier's
+        #: :class:`~kafkasniff.classify.FirstBytes` of the decrypted plaintext, whose
+        #: verdict says whether it is Kafka (set by the pipeline; ``None`` once decided);
+        #: the plaintext is ``held`` until then
+        self.first = None
         self.held: list = []
         #: found on another port, and its plaintext is not Kafka
         self.not_kafka = False

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import hmac as _hmac
 import struct
+from collections import deque
 from dataclasses import dataclass
 from functools import partial
 
@@ -192,8 +193,8 @@ def hkdf_expand_label(secret: bytes, label: bytes, context: bytes, length: int,
     """HKDF-Expand-Label (RFC 8446 section 7.1) with ``cryptography``'s HKDFExpand."""
     full = b"tls13 " + label
     info = struct.pack(">HB", length, len(full)) + full + bytes([len(context)]) + context
-    algorithm = _hash(hash_name)
-    return _CRYPTO["hkdf_expand"](algorithm, length, info).derive(secret)
+    c = _CRYPTO or _crypto()
+    return c["hkdf_expand"](c[hash_name](), length, info).derive(secret)
 
 
 class _Keys:
@@ -306,6 +307,17 @@ class KeyWait:
         self.gave_up = 0
 
 
+class _Wait:
+    """A connection waiting for a secret: what is missing, the step that sets the keys once
+    it is there (True when it did), the side whose records stopped and the capture time of
+    its bytes, and since when (capture time, ns) it waits."""
+
+    __slots__ = ("what", "step", "side", "ts", "since")
+
+    def __init__(self, what: str, step, side: int, ts: int) -> None:
+        self.what, self.step, self.side, self.ts, self.since = what, step, side, ts, ts
+
+
 class _Dir:
     __slots__ = ("buf", "keys", "hs", "app_offset", "dead")
 
@@ -322,20 +334,17 @@ def _coalesce(out: list) -> list:
     each, so that the Kafka framing is fed once per segment as for plaintext, not once per
     record."""
     merged: list = []
-    run: list[AppData] = []
-    for r in out:
-        if type(r) is AppData and run and r.direction == run[0].direction:
+    run: list[AppData] = []         # the AppData since the last note or change of side
+    for r in out + [None]:
+        if type(r) is AppData and (not run or r.direction == run[0].direction):
             run.append(r)
             continue
         if run:
             merged.append(run[0] if len(run) == 1 else AppData(
                 run[0].direction, run[0].offset, b"".join(x.data for x in run), run[-1].ts_ns))
         run = [r] if type(r) is AppData else []
-        if type(r) is not AppData:
+        if r is not None and not run:
             merged.append(r)
-    if run:
-        merged.append(run[0] if len(run) == 1 else AppData(
-            run[0].direction, run[0].offset, b"".join(x.data for x in run), run[-1].ts_ns))
     return merged
 
 
@@ -350,9 +359,8 @@ class TlsDecryptor:
 
     Attributes:
         client_random, server_random: from the hellos (``None`` until seen).
-        sni: the server name of the ClientHello (``None`` when it has none).
         hellos: the first ClientHello and ServerHello (:class:`TlsHello`, by side), as the
-            connection summary shows them.
+            connection summary shows them (the SNI, the session offered for resumption).
         resumed: the session was resumed (TLS 1.3: the ServerHello accepted a pre-shared
             key; TLS 1.2: the abbreviated handshake, the server's ChangeCipherSpec first).
         version: ``"TLS 1.2"`` or ``"TLS 1.3"`` once the ServerHello is seen.
@@ -366,11 +374,9 @@ class TlsDecryptor:
     def __init__(self, keylog: KeyLog, wait: KeyWait | None = None) -> None:
         self.keylog = keylog
         self.wait = wait
-        # while waiting for a secret: (what is missing, the step that arms it once present,
-        # the direction whose records stopped, the time of its bytes, when the wait began)
-        self._waiting: tuple | None = None
-        self._held: list[tuple[int, bytes | None, int, int]] = []    # (dir, data|None, gap, ts)
-        self._held_bytes = 0
+        self._waiting: _Wait | None = None
+        # what came while waiting, in arrival order: (side, data or None for a gap, gap, ts)
+        self._held: deque[tuple[int, bytes | None, int, int]] = deque()
         self.dirs = (_Dir(), _Dir())
         self.client_random: bytes | None = None
         self.server_random: bytes | None = None
@@ -378,15 +384,13 @@ class TlsDecryptor:
         self.suite: Suite | None = None
         self.suite_id: int | None = None
         self.etm = False
-        self.sni: str | None = None
         self.hellos: list[TlsHello | None] = [None, None]
         self.resumed = False
         self.key_updates = [0, 0]
-        # TLS 1.2 resumption: what names this session for a later connection, and what
-        # the ClientHello offered to resume
+        # TLS 1.2: the master secret and key block once known, and the session ticket
+        # that names this session for a later connection (resumption)
         self._master: bytes | None = None
-        self._session_id = b""
-        self._offered: tuple[bytes, bytes] = (b"", b"")       # (session id, ticket)
+        self._key_block: tuple[bytes, ...] | None = None
         self._ticket = b""
         self._ccs_seen = [False, False]
         self.decrypted_bytes = [0, 0]
@@ -421,24 +425,6 @@ class TlsDecryptor:
             end = pos + 5 + length
             if end > n:
                 break
-            keys = d.keys
-            if rtype == _APPDATA and keys is not None and keys.tls13:
-                # the common record, inline: TLS 1.3 application data (RFC 8446 5.2, 5.3)
-                try:
-                    inner = keys.aead.decrypt((keys.iv_int ^ keys.seq).to_bytes(12, "big"),
-                                              data[pos + 5:end], data[pos:pos + 5])
-                except keys.invalid_tag:
-                    inner = b""         # _record reports it (and counts the sequence)
-                else:
-                    keys.seq += 1
-                    if inner and inner[-1] == _APPDATA:
-                        self.decrypted_bytes[direction] += 5 + length
-                        if len(inner) > 1:
-                            out.append(AppData(direction, d.app_offset, inner[:-1], ts_ns))
-                            d.app_offset += len(inner) - 1
-                        pos = end
-                        continue
-                    keys.seq -= 1       # padding or another content type: _record opens it
             self._record(direction, rtype, data[pos + 1:pos + 3], data[pos + 5:end], ts_ns, out)
             pos = end
         if pos < n:
@@ -471,9 +457,9 @@ class TlsDecryptor:
         a secret tries the key log once more, then gives up with a ``no_key`` note)."""
         out: list = []
         if self._waiting is not None:
-            out = self._pump(self._waiting[3])
+            out = self._pump(self._waiting.ts)
             if self._waiting is not None:
-                self._give_up(self._waiting[3], out)
+                self._give_up(self._waiting.ts, out)
         for direction in (CLIENT, SERVER):
             d = self.dirs[direction]
             self.undecrypted_bytes[direction] += len(d.buf)
@@ -485,7 +471,8 @@ class TlsDecryptor:
         ServerHello chose a suite this module decrypts, else ``None``."""
         if self.suite is None or self.version is None:
             return None
-        return TlsSession(self.version, self.suite.name, self.sni)
+        hello = self.hellos[CLIENT]
+        return TlsSession(self.version, self.suite.name, hello.sni if hello else None)
 
     def info(self) -> dict:
         """What the summary shows: ``{"decrypted": {"version", "cipher_suite", "resumed",
@@ -573,8 +560,6 @@ class TlsDecryptor:
                     self.hellos[direction] = hello
                 if hello.random is not None and mtype == 1 and direction == CLIENT:
                     self.client_random = hello.random
-                    self.sni = hello.sni
-                    self._offered = (hello.session_id, hello.session_ticket)
                 elif hello.random is not None and mtype == 2 and direction == SERVER:
                     self._server_hello(hello, ts, out)
             elif mtype == 4 and self.version == "TLS 1.2" and direction == SERVER:
@@ -600,7 +585,6 @@ class TlsDecryptor:
         self.server_random = hello.random
         self.suite_id = hello.cipher_suites
         self.etm = hello.encrypt_then_mac
-        self._session_id = hello.session_id
         self.version = hello.version()
         self.resumed = self.version == "TLS 1.3" and hello.pre_shared_key
         self.suite = SUITES.get(self.suite_id)
@@ -670,18 +654,17 @@ class TlsDecryptor:
         if self.wait is None:
             self._no_key(what, ts, out)
             return
-        self._waiting = (what, step, direction, ts, ts)
+        self._waiting = _Wait(what, step, direction, ts)
         self.wait.waits += 1
 
     def _hold(self, direction: int, data: bytes | None, gap: int, ts: int) -> list:
         self._held.append((direction, data, gap, ts))
         if data:
-            self._held_bytes += len(data)
             self.wait.held += len(data)
         out = self._pump(ts)
         if self._waiting is not None and (
                 self.wait.held > self.wait.max_bytes
-                or ts - self._waiting[4] > self.wait.max_wait_ns):
+                or ts - self._waiting.since > self.wait.max_wait_ns):
             self._give_up(ts, out)
         return out
 
@@ -689,35 +672,31 @@ class TlsDecryptor:
         """While the awaited secret is there: arm it, go on with the stopped direction's
         bytes, then replay what was held, until all is done or another secret is missing."""
         out: list = []
-        while self._waiting is not None and self._waiting[1]():
-            _, _, direction, buf_ts, _ = self._waiting
+        while self._waiting is not None and self._waiting.step():
+            resumed = self._waiting
             self._waiting = None
-            out.extend(self._feed(direction, b"", buf_ts))
+            out.extend(self._feed(resumed.side, b"", resumed.ts))
             while self._held and self._waiting is None:
-                d, data, gap, t = self._held.pop(0)
+                d, data, gap, t = self._held.popleft()
                 if data is None:
                     out.extend(self.on_gap(d, gap, t))
                 else:
-                    self._unhold(len(data))
+                    self.wait.held -= len(data)
                     out.extend(self._feed(d, data, t))
             if self._waiting is not None:       # the next secret is missing: wait anew
-                self._waiting = self._waiting[:4] + (ts,)
+                self._waiting.since = ts
         return out
 
     def _give_up(self, ts: int, out: list) -> None:
-        what = self._waiting[0]
+        what = self._waiting.what
         self._waiting = None
         self.wait.gave_up += 1
         self._no_key(what, ts, out)
         for d, data, _, _ in self._held:
             if data:
                 self.undecrypted_bytes[d] += len(data)
-                self._unhold(len(data))
+                self.wait.held -= len(data)
         self._held.clear()
-
-    def _unhold(self, n: int) -> None:
-        self._held_bytes -= n
-        self.wait.held -= n
 
     # ------------------------------------------------------------------ keys
     def _tls13_from_secret(self, suite: Suite, secret: bytes) -> _Keys:
@@ -759,35 +738,42 @@ class TlsDecryptor:
 
     def _set_tls12_keys(self, direction: int) -> bool:
         suite = self.suite
-        master = self._master or self.keylog.get(self.client_random, "CLIENT_RANDOM")
-        if master is None and self.resumed:
-            # a resumed session keeps the master secret of the handshake that made it
-            # (RFC 5246 7.3, RFC 5077 3.1): found by the ticket the client offered, or by
-            # the session id the server echoed
-            offered_id, ticket = self._offered
+        if self._key_block is None:         # once per connection, for both sides
+            master = self._tls12_master()
+            if master is None:
+                return False
+            mac_len = _HASH_LEN[suite.mac] if suite.mac else 0
+            n = 2 * (mac_len + suite.key_len + suite.fixed_iv_len)
+            block = prf(master, b"key expansion", self.server_random + self.client_random, n,
+                        suite.hash)
+            parts, p = [], 0
+            for c in (mac_len, mac_len, suite.key_len, suite.key_len, suite.fixed_iv_len,
+                      suite.fixed_iv_len):
+                parts.append(block[p:p + c])
+                p += c
+            self._key_block = tuple(parts)
+        cmac, smac, ckey, skey, civ, siv = self._key_block
+        self.dirs[direction].keys = _Keys(suite, ckey, civ, cmac, tls13=False) \
+            if direction == CLIENT else _Keys(suite, skey, siv, smac, tls13=False)
+        return True
+
+    def _tls12_master(self) -> bytes | None:
+        """The session's master secret: the key log's ``CLIENT_RANDOM`` line or, for a
+        resumed session, the master secret of the handshake that made it (RFC 5246 7.3,
+        RFC 5077 3.1), found by the ticket the client offered or the session id the server
+        echoed; remembered under this session's id and ticket for later resumptions."""
+        master = self.keylog.get(self.client_random, "CLIENT_RANDOM")
+        client, server = self.hellos
+        session_id = server.session_id if server else b""
+        if master is None and self.resumed and client is not None:
+            ticket, offered_id = client.session_ticket, client.session_id
             master = (ticket and self.keylog.session(b"ticket:" + ticket)) or \
-                (offered_id and offered_id == self._session_id
+                (offered_id and offered_id == session_id
                  and self.keylog.session(b"id:" + offered_id)) or None
-        if master is None:
-            return False
-        if self._master is None:
+        if master is not None:
             self._master = master
-            if self._session_id:
-                self.keylog.remember_session(b"id:" + self._session_id, master)
+            if session_id:
+                self.keylog.remember_session(b"id:" + session_id, master)
             if self._ticket:
                 self.keylog.remember_session(b"ticket:" + self._ticket, master)
-        mac_len = _HASH_LEN[suite.mac] if suite.mac else 0
-        n = 2 * (mac_len + suite.key_len + suite.fixed_iv_len)
-        block = prf(master, b"key expansion", self.server_random + self.client_random, n,
-                    suite.hash)
-        cut = [mac_len, mac_len, suite.key_len, suite.key_len, suite.fixed_iv_len,
-               suite.fixed_iv_len]
-        parts, p = [], 0
-        for c in cut:
-            parts.append(block[p:p + c])
-            p += c
-        cmac, smac, ckey, skey, civ, siv = parts
-        keys = _Keys(suite, ckey, civ, cmac, tls13=False) if direction == CLIENT else \
-            _Keys(suite, skey, siv, smac, tls13=False)
-        self.dirs[direction].keys = keys
-        return True
+        return master

@@ -63,6 +63,10 @@ class KeyLog:
         added = 0
         for path, pos in list(self._files.items()):
             try:
+                # unchanged since the last read: not opened (a live connection waiting
+                # for its secret asks again on each of its packets)
+                if os.stat(path).st_size == pos:
+                    continue
                 with open(path, "rb") as f:
                     size = os.fstat(f.fileno()).st_size
                     if size < pos:
