@@ -12,7 +12,7 @@ The live engine: one capture process, N decoder processes, the collector (main p
 * The **capture process** (:mod:`kafkasniff.live.capture`) only moves bytes. With the ring
   backend the kernel has already partitioned packets by flow (a symmetric hash: both
   directions of a connection go to the same ring), and each retired block of ring ``i`` is
-  copied as it is into decoder ``i``'s queue (:mod:`kafkasniff.live.shm`); a block whose
+  copied as it is into decoder ``i``'s queue (:mod:`kafkasniff.parallel.shm`); a block whose
   queue is full stays in its ring until there is room (the ring is the second half of the
   buffer; when it overflows the kernel drops and counts). With the plain socket backend,
   socket ``i`` feeds decoder ``i`` in batches of ``<ts_ns, caplen, orig_len, link_type>`` +
@@ -60,7 +60,7 @@ Modules:
 * :mod:`kafkasniff.live.collector` - the collector (``LiveSession``, ``Snapshot``): starts
   the processes, collects, orderly stop;
 * :mod:`kafkasniff.live.procs` - what the child process bodies share (signals, profiling);
-* :mod:`kafkasniff.live.shm` - the bounded shared-memory queues between the processes;
+* :mod:`kafkasniff.parallel.shm` - the bounded shared-memory queues between the processes;
 * :mod:`kafkasniff.live.outputs` - decoder-side rendering, pcapng rotation, stats lines;
 * :mod:`kafkasniff.live.tui` - the terminal UI's live data source;
 * :mod:`kafkasniff.cli.live` - the click command ``live_command``.

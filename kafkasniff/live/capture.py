@@ -38,7 +38,7 @@ def capture_main(backend, cfg: LiveConfig, queues: list, counters, stop_ev, errq
     Args:
         backend: an opened backend (:mod:`kafkasniff.live.backends`), inherited by fork.
         cfg: the :class:`~kafkasniff.live.config.LiveConfig`.
-        queues: one :class:`kafkasniff.live.shm.Channel` per decoder (closed at the end,
+        queues: one :class:`kafkasniff.parallel.shm.Channel` per decoder (closed at the end,
             which ends the decoders).
         counters: the shared int64 counters (``C_*`` of :mod:`kafkasniff.live.config`),
             written here about every 0.1 s (kernel counters every 0.25 s); ``C_DONE`` is

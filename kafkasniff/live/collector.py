@@ -180,7 +180,7 @@ class LiveSession:
         ctx = self.ctx
         n = self.cfg.workers
         defs = load_definitions(self.cfg.pipeline.get("definitions_dir"))  # shared by fork
-        from kafkasniff.live.shm import Channel
+        from kafkasniff.parallel.shm import Channel
 
         self.inqs = [Channel(self.cfg.queue_bytes // n) for _ in range(n)]
         self.ctlqs = [ctx.Queue() for _ in range(n)]

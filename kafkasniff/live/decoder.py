@@ -39,7 +39,7 @@ def decoder_main(wid: int, cfg: LiveConfig, inq, ctlq, resq, defs=None) -> None:
         wid: this decoder's index (0 .. ``cfg.workers`` - 1); its connection ids start at
             ``wid * CONN_ID_STRIDE``.
         cfg: the :class:`~kafkasniff.live.config.LiveConfig`.
-        inq: its :class:`kafkasniff.live.shm.Channel`: batches from the capture process
+        inq: its :class:`kafkasniff.parallel.shm.Channel`: batches from the capture process
             (``KIND_RECORDS``: :data:`~kafkasniff.live.dispatch.packet_record` + bytes per
             packet; ``KIND_TPACKET_V3``: a whole ring block); closed at the end of capture.
         ctlq: its control queue from the collector:

@@ -1,11 +1,11 @@
 """Routing packets by connection to the decoders (runs in the capture process).
 
-:func:`partition` picks a frame's decoder by a symmetric hash of its flow (both directions
-of a TCP connection go to the same decoder, as the kernel's ``PACKET_FANOUT_HASH`` does for
-the ring and socket backends). :class:`Dispatcher` packs packets into one batch per decoder
+:func:`kafkasniff.parallel.flows.partition` picks a frame's decoder by a symmetric hash of
+its flow (both directions of a TCP connection go to the same decoder, as the kernel's
+``PACKET_FANOUT_HASH`` does for the ring and socket backends). :class:`Dispatcher` packs packets into one batch per decoder
 (a ``batch_header`` of kind ``KIND_RECORDS``, then per packet a :data:`packet_record`
 followed by the frame bytes) and hands batches to the bounded shared-memory channels of
-:mod:`kafkasniff.live.shm`, counting queue drops in the shared counters
+:mod:`kafkasniff.parallel.shm`, counting queue drops in the shared counters
 (:mod:`kafkasniff.live.config`).
 
 See :mod:`kafkasniff.live` for how the parts fit together.
@@ -19,13 +19,11 @@ from typing import Any, Callable
 
 from kafkasniff.live.backends import KIND_RECORDS, KIND_SECRETS, batch_header
 from kafkasniff.live.config import C_DISPATCHED, C_PACKETS, C_QUEUE_DROPS, LiveConfig
+from kafkasniff.parallel.flows import flow_hash, ip_offset, partition
 
 __all__ = [
     "Dispatcher",
-    "flow_hash",
-    "ip_offset",
     "packet_record",
-    "partition",
 ]
 
 #: the header of each packet in a ``KIND_RECORDS`` batch, followed by ``caplen`` frame
@@ -33,79 +31,11 @@ __all__ = [
 #: ``orig_len`` (bytes on the wire), ``link_type`` (pcap LINKTYPE_*); little-endian
 packet_record = struct.Struct("<qIIi")
 _rec_pack = packet_record.pack
-_u32x2 = struct.Struct("!II").unpack_from
-_u16x2 = struct.Struct("!HH").unpack_from
-_VLAN = (0x8100, 0x88A8, 0x9100)
-
-
-def flow_hash(d, off: int) -> int:
-    """Symmetric hash of the IP addresses and TCP/UDP ports of the packet whose IP header
-    starts at ``off`` in ``d`` (bytes-like) — the same for both directions of a connection;
-    an unsigned 64-bit int, 0 when not IP or truncated. Ports are left out of the hash for
-    IPv4 fragments after the first."""
-    try:
-        v = d[off] >> 4
-        if v == 4:
-            a, b = _u32x2(d, off + 12)
-            h = a ^ b
-            if d[off + 9] in (6, 17) and not (d[off + 6] & 0x1F or d[off + 7]):
-                p, q = _u16x2(d, off + ((d[off] & 0x0F) << 2))
-                h ^= (p ^ q) * 0x9E3779B1
-        elif v == 6:
-            a = int.from_bytes(d[off + 8:off + 24], "big")
-            b = int.from_bytes(d[off + 24:off + 40], "big")
-            h = (a ^ b) ^ ((a ^ b) >> 64)
-            if d[off + 6] in (6, 17):
-                p, q = _u16x2(d, off + 40)
-                h ^= (p ^ q) * 0x9E3779B1
-        else:
-            return 0
-    except (IndexError, struct.error):
-        return 0
-    h &= 0xFFFFFFFFFFFFFFFF
-    h ^= h >> 29
-    h = (h * 0xBF58476D1CE4E5B9) & 0xFFFFFFFFFFFFFFFF
-    return h ^ (h >> 32)
-
-
-def ip_offset(link_type: int, d) -> int:
-    """Offset in bytes of the IP header in frame ``d`` of pcap ``link_type`` (Ethernet with
-    VLAN tags, Linux cooked v1/v2, raw IP, null/loopback); -1: not IP or unknown link."""
-    if link_type == 1:
-        if len(d) < 14:
-            return -1
-        et = d[12] << 8 | d[13]
-        off = 14
-        while et in _VLAN and len(d) >= off + 4:
-            et = d[off + 2] << 8 | d[off + 3]
-            off += 4
-        return off if et in (0x0800, 0x86DD) else -1
-    if link_type == 276:
-        return 20
-    if link_type == 113:
-        return 16
-    if link_type in (101, 12, 14, 228, 229):
-        return 0
-    if link_type in (0, 108):
-        return 4
-    return -1
-
-
-def partition(link_type: int, d, n: int) -> int:
-    """The decoder (0..n-1) of frame ``d`` among ``n``: by flow, both directions together;
-    0 for frames that are not IP."""
-    off = ip_offset(link_type, d)
-    if off < 0:
-        return 0
-    return flow_hash(d, off) % n
-
-
-
 class Dispatcher:
     """Batches packets per decoder and hands batches to bounded queues (capture process).
 
     Args:
-        queues: one channel per decoder (:class:`kafkasniff.live.shm.Channel`:
+        queues: one channel per decoder (:class:`kafkasniff.parallel.shm.Channel`:
             ``put(batch, count, block, head) -> bool``, False when full).
         counters: the shared int64 counters (slots ``C_*`` of :mod:`kafkasniff.live.config`):
             ``C_PACKETS``, ``C_DISPATCHED`` and ``C_QUEUE_DROPS`` are counted here, per batch.

@@ -3,7 +3,7 @@
 One frozen, slotted dataclass per kind; receivers dispatch on ``type(msg)``. They are
 pickled by the queues (frozen slotted dataclasses pickle by their fields), so every field
 holds picklable values only. Packets do not travel here: they go through the shared-memory
-channels of :mod:`kafkasniff.live.shm`.
+channels of :mod:`kafkasniff.parallel.shm`.
 
 * **Result queue** (every decoder -> collector, bounded): :class:`DecoderOutput`,
   :class:`DetailReply`, :class:`DecoderFed`, :class:`KeptExchanges`, :class:`DecoderDone`,

@@ -6,7 +6,8 @@ import random
 import struct
 
 from kafkasniff.live.config import C_DISPATCHED, C_PACKETS, C_QUEUE_DROPS, N_COUNTERS, LiveConfig
-from kafkasniff.live.dispatch import Dispatcher, flow_hash, ip_offset, partition
+from kafkasniff.live.dispatch import Dispatcher
+from kafkasniff.parallel.flows import flow_hash, ip_offset, partition
 from tests.capture import builders as b
 
 

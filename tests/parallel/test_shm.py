@@ -6,7 +6,7 @@ import multiprocessing as mp
 import os
 import struct
 
-from kafkasniff.live.shm import EMPTY, Channel
+from kafkasniff.parallel.shm import EMPTY, Channel
 
 
 def test_channel_round_trip_wrap_and_full():
