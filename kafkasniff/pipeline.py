@@ -88,6 +88,9 @@ class PipelineOptions:
         budgets: decompressed bytes, decoded records, issues and pending-request bytes per
             frame and per capture (:class:`kafkasniff.content.budgets.Budgets`, documented
             defaults); what was spent and skipped is in :attr:`PipelineStats.budgets`.
+        external_clock: idle connections are not looked for as packets are fed; the caller
+            calls :meth:`Pipeline.expire` instead (the decoders of ``--jobs N``, which see
+            only their share of the packets, expire on the reader's clock).
         tls_keylog: NSS key log files: TLS connections whose secrets they hold are decrypted
             and their Kafka decoded like plaintext (:mod:`kafkasniff.tls.decrypt`); the files
             are read again for new lines as connections need keys.
@@ -117,6 +120,7 @@ class PipelineOptions:
     tls_keylog: tuple[str, ...] = ()
     tls_keylog_text: str = ""
     tls_key_wait: bool = False
+    external_clock: bool = False
 
 
 @dataclass(slots=True)
@@ -163,18 +167,43 @@ class PipelineStats:
 
     def to_dict(self) -> dict:
         """Every counter as plain JSON-able values (the counters by reason, status or kind
-        as dicts); the ``pipeline`` object of ``stats --json``, the TUI and ``live``."""
+        as dicts, sorted by key); the ``pipeline`` object of ``stats --json``, the TUI and
+        ``live``."""
         return {"packets": self.packets, "packet_bytes": self.packet_bytes,
-                "skipped": dict(self.skipped), "tcp_segments": self.tcp_segments,
+                "skipped": dict(sorted(self.skipped.items())),
+                "tcp_segments": self.tcp_segments,
                 "kafka_connections": self.kafka_connections,
                 "other_connections": self.other_connections, "other_bytes": self.other_bytes,
                 "tls_connections": self.tls_connections,
                 "tls_secrets_blocks": self.tls_secrets_blocks,
                 "kafka07_connections": self.kafka07_connections,
-                "exchanges": dict(self.exchanges), "issues": dict(self.issues),
+                "exchanges": dict(sorted(self.exchanges.items())),
+                "issues": dict(sorted(self.issues.items())),
                 "first_ts_ns": self.first_ts_ns, "last_ts_ns": self.last_ts_ns,
-                "bytes": {k: v for k, v in self.bytes.items() if v},
+                "bytes": {k: v for k, v in sorted(self.bytes.items()) if v},
                 "budgets": self.budgets.to_dict()}
+
+    def merge(self, other: "PipelineStats") -> None:
+        """Add the counters of ``other`` (another decoder's share of the same capture, see
+        :mod:`kafkasniff.parallel`). The time span and ``tls_secrets_blocks`` are left
+        alone: they belong to whoever read the capture."""
+        self.packets += other.packets
+        self.packet_bytes += other.packet_bytes
+        self.skipped.update(other.skipped)
+        self.tcp_segments += other.tcp_segments
+        self.kafka_connections += other.kafka_connections
+        self.other_connections += other.other_connections
+        self.other_bytes += other.other_bytes
+        self.tls_connections += other.tls_connections
+        self.kafka07_connections += other.kafka07_connections
+        self.exchanges.update(other.exchanges)
+        self.issues.update(other.issues)
+        self.bytes.update(other.bytes)
+        self.budgets.merge(other.budgets)
+
+
+def _conn_id_of_event(ev) -> int:
+    return ev.conn.conn_id
 
 
 _GAP_KINDS = {
@@ -183,6 +212,63 @@ _GAP_KINDS = {
     "ooo_overflow": (IssueKind.TCP_OOO_OVERFLOW, "out-of-order buffer full"),
     "snaplen": (IssueKind.PACKET_TRUNCATED, "cut by the capture's snaplen"),
 }
+
+
+class IssueLister:
+    """The ``capture_issues`` budget: at most ``limit`` standalone issues of each kind are
+    listed; the others stay counted in ``stats.issues`` and the first one dropped of each
+    kind becomes one ``budget_exhausted`` issue saying so (docs/budgets.md).
+
+    Args:
+        limit: issues listed per kind.
+        stats: the :class:`PipelineStats` whose ``budgets`` meter counts what was skipped and
+            whose ``issues`` count the ``budget_exhausted`` issues.
+    """
+
+    __slots__ = ("limit", "stats", "listed")
+
+    def __init__(self, limit: int, stats: PipelineStats) -> None:
+        self.limit = limit
+        self.stats = stats
+        self.listed: Counter = Counter()
+
+    def count(self, kind: str) -> bool:
+        """Count one more issue of ``kind``; True when it is beyond the budget (call
+        :meth:`over_budget` on the records it came with)."""
+        n = self.listed[kind] = self.listed[kind] + 1
+        return n > self.limit
+
+    def over_budget(self, out: list) -> list:
+        """``out`` (records whose issues were all passed to :meth:`count`) without the
+        issues beyond the budget, the first dropped one of each kind replaced by a
+        ``budget_exhausted`` issue."""
+        limit = self.limit
+        meter = self.stats.budgets
+        seen: Counter = Counter()
+        kept = []
+        # how many of each kind were listed before this batch of records
+        before = Counter(self.listed)
+        for rec in out:
+            if type(rec) is DecodeIssue:
+                before[rec.kind] -= 1
+        for rec in out:
+            if type(rec) is not DecodeIssue:
+                kept.append(rec)
+                continue
+            seen[rec.kind] += 1
+            if before[rec.kind] + seen[rec.kind] <= limit:
+                kept.append(rec)
+                continue
+            meter.skipped["capture_issues"] += 1
+            if meter.first_report(f"capture_issues:{rec.kind}"):
+                budget = DecodeIssue(IssueKind.BUDGET_EXHAUSTED, Severity.WARNING,
+                                     f"budget capture_issues ({limit} per kind) spent: later "
+                                     f"{rec.kind} issues are counted (stats) but not listed; "
+                                     f"raise it with --budget capture_issues=N", rec.ts_ns,
+                                     rec.connection_id, rec.client, rec.broker)
+                self.stats.issues[budget.kind] += 1
+                kept.append(budget)
+        return kept
 
 
 class _Undecided:
@@ -233,8 +319,6 @@ class Pipeline:
                                          max_pending=o.max_pending, with_records=o.with_records,
                                          max_uncompressed_bytes=o.max_uncompressed_bytes,
                                          show_secrets=o.show_secrets, budgets=o.budgets)
-        self._listed: Counter = Counter()   # standalone issues listed, by kind
-        self._issue_budget = o.budgets.limit("capture_issues")
         self.classifier = Classifier(self.defs, self.ctx.request_validator(), ports=o.ports,
                                      detect=o.detect, wire_format=o.wire_format)
         self.keylog = None
@@ -252,9 +336,11 @@ class Pipeline:
                                            first_conn_id=o.first_conn_id)
         self.topics.record_learned = o.meta_records
         self.stats = PipelineStats(budgets=self.ctx.content.meter)
+        self.lister = IssueLister(o.budgets.limit("capture_issues"), self.stats)
         self.connections: dict[int, ConnectionState] = {}
         self._closed: dict[int, TcpConnection] = {}     # closed during the last call
-        self._next_expire_ns = 0
+        # external_clock: never due (the caller calls expire)
+        self._next_expire_ns = 1 << 62 if o.external_clock else 0
 
     @property
     def topics(self) -> TopicRegistry:
@@ -286,17 +372,36 @@ class Pipeline:
         if type(seg) is Skipped:
             st.skipped[seg.reason] += 1
             st.bytes["packets_not_tcp"] += len(pkt.data)
-            return []
-        st.tcp_segments += 1
-        st.bytes["packet_headers"] += len(pkt.data) - len(seg.payload)
-        events = self._reassembler.feed(seg)
-        out = self._dispatch(events) if events else []
+            out = []
+        else:
+            st.tcp_segments += 1
+            st.bytes["packet_headers"] += len(pkt.data) - len(seg.payload)
+            events = self._reassembler.feed(seg)
+            out = self._dispatch(events) if events else []
         if pkt.ts_ns >= self._next_expire_ns:
             self._next_expire_ns = pkt.ts_ns + EXPIRE_EVERY_NS
-            expired = self._reassembler.expire(pkt.ts_ns)
+            expired = self.expire(pkt.ts_ns)
             if expired:
-                out.extend(self._dispatch(expired))
+                out.extend(expired)
         return out
+
+    def expire(self, ts_ns: int) -> list[Record]:
+        """Close the connections idle for ``idle_timeout_s`` at capture time ``ts_ns``, in
+        connection id order; returns their last records. :meth:`feed` calls it once per
+        second of capture time (on any packet), unless ``external_clock``."""
+        if self._closed:
+            self._closed.clear()
+        expired = self._reassembler.expire(ts_ns)
+        if not expired:
+            return []
+        expired.sort(key=_conn_id_of_event)     # stable: each connection's events in order
+        return self._dispatch(expired)
+
+    @property
+    def reassembly_stats(self):
+        """The TCP reassembler's counters (:class:`kafkasniff.tcp.reassembly.ReassemblyStats`;
+        ``connections_opened`` is how many connection ids were given out)."""
+        return self._reassembler.stats
 
     def finish(self) -> list[Record]:
         """End of input: close every connection (unanswered requests, partial frames)."""
@@ -391,42 +496,9 @@ class Pipeline:
                     st.issues[iss.kind] += 1
             elif t is DecodeIssue:
                 st.issues[rec.kind] += 1
-                self._listed[rec.kind] += 1
-                if self._listed[rec.kind] > self._issue_budget:
+                if self.lister.count(rec.kind):
                     over = True
-        return self._over_issue_budget(out) if over else out
-
-    def _over_issue_budget(self, out: list) -> list:
-        """Drop the standalone issues of a kind beyond the ``capture_issues`` budget (they
-        stay counted in :attr:`PipelineStats.issues`); the first dropped one of each kind
-        becomes one ``budget_exhausted`` issue saying so."""
-        limit = self._issue_budget
-        meter = self.ctx.content.meter
-        seen: Counter = Counter()
-        kept = []
-        # how many of each kind were listed before this batch of records
-        before = Counter(self._listed)
-        for rec in out:
-            if type(rec) is DecodeIssue:
-                before[rec.kind] -= 1
-        for rec in out:
-            if type(rec) is not DecodeIssue:
-                kept.append(rec)
-                continue
-            seen[rec.kind] += 1
-            if before[rec.kind] + seen[rec.kind] <= limit:
-                kept.append(rec)
-                continue
-            meter.skipped["capture_issues"] += 1
-            if meter.first_report(f"capture_issues:{rec.kind}"):
-                budget = DecodeIssue(IssueKind.BUDGET_EXHAUSTED, Severity.WARNING,
-                                     f"budget capture_issues ({limit} per kind) spent: later "
-                                     f"{rec.kind} issues are counted (stats) but not listed; "
-                                     f"raise it with --budget capture_issues=N", rec.ts_ns,
-                                     rec.connection_id, rec.client, rec.broker)
-                self.stats.issues[budget.kind] += 1
-                kept.append(budget)
-        return kept
+        return self.lister.over_budget(out) if over else out
 
     def _open(self, conn: TcpConnection) -> ConnectionState:
         """A connection seen for the first time: start classifying it."""

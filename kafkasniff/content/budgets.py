@@ -139,6 +139,14 @@ class BudgetMeter:
         self.reported.add(name)
         return True
 
+    def merge(self, other: "BudgetMeter") -> None:
+        """Add what ``other`` spent and skipped (another decoder's share of the capture)."""
+        self.record_bytes += other.record_bytes
+        self.uncompressed_bytes += other.uncompressed_bytes
+        self.records += other.records
+        self.skipped.update(other.skipped)
+        self.reported |= other.reported
+
     def to_dict(self) -> dict:
         """Spent and skipped, JSON-ready (``stats --json`` ``pipeline.budgets``)."""
         return {"record_bytes": self.record_bytes,

@@ -206,6 +206,14 @@ class TableWriter:
         elif self._file is not None:
             self._file.flush()
 
+    def add_counts(self, counts: dict[str, int]) -> None:
+        """Rows written by other sinks of the same run (the decoders of ``--jobs N``): they
+        are in what :meth:`close` returns, and a table with rows there gets no empty
+        file."""
+        for table, n in counts.items():
+            if table in self.counts:
+                self.counts[table] += n
+
     # -- ending
     def close(self, keep_empty: bool = False) -> bool:
         """Finish the file and rename it to its final name. Without rows, no file is left
@@ -419,6 +427,14 @@ class ExportSink:
         for rec in records:
             add(rec, capture=capture, conn_first_ts_ns=first_seen(connection_id_of(rec)),
                 fallback_ts_ns=fallback)
+
+    def add_counts(self, counts: dict[str, int]) -> None:
+        """Rows written by other sinks of the same run (the decoders of ``--jobs N``): they
+        are in what :meth:`close` returns, and a table with rows there gets no empty
+        file."""
+        for table, n in counts.items():
+            if table in self.counts:
+                self.counts[table] += n
 
     # -- ending
     def close(self, empty_ts_ns: int = 0, empty_files: bool = True) -> dict[str, int]:

@@ -32,6 +32,12 @@ def api_row_key(ex: Exchange) -> str:
     without a Kafka api_key (orphans not inferred, raw SASL tokens, ...)."""
     return ex.api_name if ex.api_key >= 0 else "Unknown"
 
+def _by_count(counts: Counter) -> dict:
+    """``counts`` as a dict, most frequent first, ties by name (the same order whatever
+    order the counts were made in: merged decoders give the same report)."""
+    return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
 class Row:
     """Counters of one row (one API, client_id, broker or topic).
 
@@ -84,6 +90,24 @@ class Row:
         self.request_bytes += ex.request_bytes
         self.response_bytes += ex.response_bytes
 
+    def merge(self, other: "Row") -> None:
+        """Add the counts of ``other`` (the same row from another decoder); the latency
+        sketches merge with no loss of accuracy (DDSketch is mergeable)."""
+        self.count += other.count
+        self.statuses.update(other.statuses)
+        self.errors.update(other.errors)
+        self.error_exchanges += other.error_exchanges
+        if other.latency.count:
+            self.latency.merge(other.latency)
+            self.max_ns = max(self.max_ns, other.max_ns)
+            if self.min_ns < 0 or 0 <= other.min_ns < self.min_ns:
+                self.min_ns = other.min_ns
+        self.throttled += other.throttled
+        self.throttle_total_ms += other.throttle_total_ms
+        self.throttle_max_ms = max(self.throttle_max_ms, other.throttle_max_ms)
+        self.request_bytes += other.request_bytes
+        self.response_bytes += other.response_bytes
+
     def quantile_ns(self, q: float) -> int | None:
         """Latency quantile in ns (``None`` without paired exchanges), within 1 % of the true
         value and clamped to the observed minimum and maximum (the sketch's relative error
@@ -100,9 +124,9 @@ class Row:
         paired = int(self.latency.count)
         return {
             "count": self.count,
-            "statuses": dict(self.statuses),
+            "statuses": dict(sorted(self.statuses.items())),
             "error_exchanges": self.error_exchanges,
-            "errors": dict(self.errors.most_common()),
+            "errors": _by_count(self.errors),
             "latency_count": paired,
             "latency_p50_ns": self.quantile_ns(0.5),
             "latency_p90_ns": self.quantile_ns(0.9),
@@ -135,6 +159,11 @@ class Table:
             if r is None:
                 r = self.rows[key] = Row()
         return r
+
+    def merge(self, other: "Table") -> None:
+        """Add the rows of ``other`` (keys beyond ``max_keys`` go to ``(other)``)."""
+        for key, r in other.rows.items():
+            self.row(key).merge(r)
 
 
 class Aggregator:
@@ -169,10 +198,22 @@ class Aggregator:
         self.issues[issue.kind] += 1
         self.issue_severity[issue.severity] += 1
 
+    def merge(self, other: "Aggregator") -> None:
+        """Add ``other``'s counts (another decoder's exchanges of the same capture)."""
+        self.apis.merge(other.apis)
+        self.clients.merge(other.clients)
+        self.brokers.merge(other.brokers)
+        self.topics.merge(other.topics)
+        self.total.merge(other.total)
+        self.issues.update(other.issues)
+        self.issue_severity.update(other.issue_severity)
+
     def to_dict(self) -> dict:
-        """JSON-ready report: ``total``, ``apis``, ``clients``, ``brokers``, ``topics``, ``issues``."""
+        """JSON-ready report: ``total``, ``apis``, ``clients``, ``brokers``, ``topics``,
+        ``issues`` (tables and counters most frequent first, ties by name)."""
         def table(t: Table) -> dict:
-            return {k: r.to_dict() for k, r in sorted(t.rows.items(), key=lambda kv: -kv[1].count)}
+            return {k: r.to_dict() for k, r in sorted(t.rows.items(),
+                                                     key=lambda kv: (-kv[1].count, kv[0]))}
         return {
             "latency_relative_accuracy": RELATIVE_ACCURACY,
             "total": self.total.to_dict(),
@@ -180,6 +221,6 @@ class Aggregator:
             "clients": table(self.clients),
             "brokers": table(self.brokers),
             "topics": table(self.topics),
-            "issues": dict(self.issues.most_common()),
-            "issue_severity": dict(self.issue_severity),
+            "issues": _by_count(self.issues),
+            "issue_severity": dict(sorted(self.issue_severity.items())),
         }
