@@ -8,7 +8,14 @@ from __future__ import annotations
 
 import click
 
-from kafkasniff.cli.inputs import Progress, fail, input_options, parse_inputs
+from kafkasniff.cli.inputs import (
+    Progress,
+    fail,
+    input_options,
+    jobs_option,
+    parse_inputs,
+    resolve_jobs,
+)
 from kafkasniff.errors import KafkaSniffError
 
 
@@ -59,9 +66,10 @@ def table_options(func):
 @click.option("--file-tag", default="",
               help="Added to output file names, so that several runs can share a directory.")
 @click.option("-q", "--quiet", is_flag=True, help="No summary line on stderr.")
+@jobs_option
 def export_command(files, read_files, ports, detect, max_frame_bytes, definitions,
                    max_uncompressed_bytes, wire_format, show_secrets, output, with_records,
-                   partition_by, fmt, row_group_rows, capture_name, file_tag, quiet):
+                   partition_by, fmt, row_group_rows, capture_name, file_tag, quiet, jobs):
     """Decode captures into Parquet tables for Spark (docs/parquet-schema.md).
 
     Tables: exchanges, partitions, issues, connections, topic_ids, and records with
@@ -74,11 +82,18 @@ def export_command(files, read_files, ports, detect, max_frame_bytes, definition
     inp = parse_inputs(files, read_files, ports, detect, max_frame_bytes, definitions,
                   max_uncompressed_bytes, wire_format, show_secrets)
     progress = Progress(enabled=not quiet)
+    jobs = resolve_jobs(jobs, inp.sources)
+    run = export_captures
+    kw = {}
+    if jobs > 1:
+        from kafkasniff.parallel.export import export_jobs as run
+
+        kw = {"jobs": jobs}
     try:
-        counts = export_captures(inp.sources, Path(output), options=inp.pipeline_options(),
-                                 with_records=with_records, partition_by=partition_by, fmt=fmt,
-                                 capture_name=capture_name, file_tag=file_tag,
-                                 row_group_rows=row_group_rows, on_progress=progress)
+        counts = run(inp.sources, Path(output), options=inp.pipeline_options(),
+                     with_records=with_records, partition_by=partition_by, fmt=fmt,
+                     capture_name=capture_name, file_tag=file_tag,
+                     row_group_rows=row_group_rows, on_progress=progress, **kw)
     except KafkaSniffError as exc:
         progress.close()
         fail(str(exc))

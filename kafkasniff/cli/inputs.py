@@ -3,6 +3,8 @@ progress bar, and the one-line error exit."""
 
 from __future__ import annotations
 
+import os
+import stat
 import sys
 from dataclasses import dataclass
 from typing import NoReturn
@@ -125,6 +127,54 @@ def parse_inputs(files, read_files, ports, detect, max_frame_bytes, definitions,
     keylogs = ctx.meta.get("kafkasniff.tls_keylog", ()) if ctx is not None else ()
     return InputOptions(sources, tuple(ports), detect, max_frame_bytes, definitions,
                         max_uncompressed_bytes, show_secrets, wire_format, budgets, keylogs)
+
+
+#: below this many bytes of regular files, ``--jobs`` defaults to 1 (starting decoder
+#: processes costs more than it saves)
+SMALL_INPUT_BYTES = 16 << 20
+
+
+def _parse_jobs(ctx, param, value):
+    if value is None or value == "auto":
+        return None
+    try:
+        n = int(value)
+    except ValueError:
+        raise click.BadParameter(f"{value!r} is not a number or 'auto'") from None
+    if n < 1:
+        raise click.BadParameter("must be at least 1")
+    return n
+
+
+jobs_option = click.option(
+    "-j", "--jobs", "jobs", default="auto", show_default=True, metavar="N|auto",
+    callback=_parse_jobs,
+    help="Decoder processes: packets are routed by connection to N processes and the "
+         "results merged in order (same output as 1). auto: one per usable core, 1 for "
+         "inputs under 16 MiB (docs/performance.md).")
+
+
+def resolve_jobs(jobs: int | None, sources: list) -> int:
+    """``--jobs``: the number given, or for ``auto`` (``None``) the usable cores, except 1
+    when every source is a regular file and together they are under
+    :data:`SMALL_INPUT_BYTES`."""
+    if jobs is not None:
+        return jobs
+    from kafkasniff.parallel.engine import default_jobs
+
+    n = default_jobs()
+    if n == 1:
+        return 1
+    total = 0
+    for src in sources:
+        try:
+            st = os.stat(src)
+        except (OSError, TypeError, ValueError):
+            return n                      # stdin, a pipe, a file object: size unknown
+        if not stat.S_ISREG(st.st_mode):
+            return n
+        total += st.st_size
+    return 1 if total < SMALL_INPUT_BYTES else n
 
 
 class Progress:

@@ -8,7 +8,14 @@ import sys
 
 import click
 
-from kafkasniff.cli.inputs import Progress, fail, input_options, parse_inputs
+from kafkasniff.cli.inputs import (
+    Progress,
+    fail,
+    input_options,
+    jobs_option,
+    parse_inputs,
+    resolve_jobs,
+)
 from kafkasniff.errors import KafkaSniffError
 
 
@@ -18,8 +25,9 @@ from kafkasniff.errors import KafkaSniffError
 @click.option("--top", type=click.IntRange(1), default=20, show_default=True,
               help="Rows per table.")
 @click.option("--strict", is_flag=True, help="Exit 1 if any warning or error issue was found.")
+@jobs_option
 def stats_command(files, read_files, ports, detect, max_frame_bytes, definitions,
-                  max_uncompressed_bytes, wire_format, show_secrets, as_json, top, strict):
+                  max_uncompressed_bytes, wire_format, show_secrets, as_json, top, strict, jobs):
     """Latency percentiles, errors, throttling and bytes per API, client_id, broker and topic."""
     from kafkasniff.model import Exchange
     from kafkasniff.pipeline import Pipeline, analyze
@@ -30,20 +38,31 @@ def stats_command(files, read_files, ports, detect, max_frame_bytes, definitions
                        max_uncompressed_bytes, wire_format, show_secrets)
     agg = Aggregator()
     progress = Progress(enabled=True)
+    jobs = resolve_jobs(jobs, inp.sources)
     try:
-        pipe = Pipeline(inp.pipeline_options())
-        for rec in analyze(inp.sources, pipeline=pipe, on_progress=progress):
-            if type(rec) is Exchange:
-                agg.add(rec)
-            else:
-                agg.add_issue(rec)
+        if jobs > 1:
+            from kafkasniff.parallel.engine import run_jobs
+
+            res = run_jobs(inp.sources, inp.pipeline_options(), jobs, "stats", {},
+                           lambda item: agg.add_issue(item[1]), on_progress=progress)
+            for other in res.results:       # each decoder's exchanges
+                agg.merge(other)
+            stats = res.stats
+        else:
+            pipe = Pipeline(inp.pipeline_options())
+            stats = pipe.stats
+            for rec in analyze(inp.sources, pipeline=pipe, on_progress=progress):
+                if type(rec) is Exchange:
+                    agg.add(rec)
+                else:
+                    agg.add_issue(rec)
     except KafkaSniffError as exc:
         progress.close()
         fail(str(exc))
     progress.close()
-    for kind, n in pipe.stats.issues.items():   # issues beyond the capture_issues budget
+    for kind, n in stats.issues.items():   # issues beyond the capture_issues budget
         agg.issues[kind] = max(agg.issues[kind], n)
-    pstats = pipe.stats.to_dict()
+    pstats = stats.to_dict()
     report = agg.to_dict()
     try:
         if as_json:
