@@ -38,7 +38,7 @@ from typing import Callable
 
 from kafkasniff.capture.pcapfile import TLS_KEY_LOG_SECRETS, open_capture
 from kafkasniff.errors import KafkaSniffError
-from kafkasniff.parallel.flows import flow_hash, ip_offset
+from kafkasniff.parallel.flows import router
 from kafkasniff.parallel.shm import Channel
 from kafkasniff.parallel.wire import (
     END,
@@ -241,13 +241,12 @@ class _Run:
         next_expire = 0
         first_ts = 0
         ts = 0
-        off_of = ip_offset
-        fh = flow_hash
         # TLS 1.2 sessions resumed on a new connection are decrypted with the master secret
         # of the connection that made them: with decryption on, all connections between
         # two hosts go to one decoder
         self.by_hosts = bool(self.options.tls_keylog or self.options.tls_keylog_text)
         self.dispatched = False
+        route = None
         for si, src in enumerate(sources):
             if names is not None:
                 self.broadcast(pack(0, len(names[si].encode()), 0, SOURCE, max(idx, 0)) +
@@ -259,13 +258,12 @@ class _Run:
                     ts = pkt.ts_ns
                     data = pkt.data
                     lt = pkt.link_type
-                    if n == 1:
-                        w = 0
-                    else:
-                        off = off_of(lt, data)
-                        w = 0 if off < 0 else fh(data, off, not self.by_hosts) % n
+                    if route is None:
+                        # the first packet: secrets blocks before it are in (see secrets())
+                        self.dispatched = True
+                        route = router(n, not self.by_hosts)
+                    w = 0 if n == 1 else route(lt, data)
                     b = bufs[w]
-                    self.dispatched = True
                     b += pack(ts, len(data), pkt.orig_len, lt, idx)
                     b += data
                     if not first_ts:

@@ -1,0 +1,34 @@
+"""The reader's router sends every packet where the flow hash does (its inline IPv4 path
+must agree, or a connection would be split between decoders)."""
+
+from __future__ import annotations
+
+from kafkasniff.capture.pcapfile import open_capture
+from kafkasniff.parallel.flows import flow_hash, ip_offset, partition, router
+from tests.conftest import CAPTURES
+
+
+def test_router_agrees_with_the_flow_hash_on_every_captured_packet():
+    seen = 0
+    for pcap in sorted(CAPTURES.glob("*.pcap")):
+        with open_capture(pcap) as packets:
+            for pkt in packets:
+                for n in (2, 3):
+                    assert router(n)(pkt.link_type, pkt.data) == \
+                        partition(pkt.link_type, pkt.data, n)
+                    off = ip_offset(pkt.link_type, pkt.data)
+                    by_hosts = 0 if off < 0 else flow_hash(pkt.data, off, False) % n
+                    assert router(n, False)(pkt.link_type, pkt.data) == by_hosts
+                seen += 1
+    assert seen > 5_000
+
+
+def test_addresses_only_puts_every_connection_of_two_hosts_together():
+    def frame(sport: int, dport: int) -> bytes:
+        ip = bytes([0x45, 0, 0, 40, 0, 0, 0, 0, 64, 6, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2])
+        tcp = sport.to_bytes(2, "big") + dport.to_bytes(2, "big") + bytes(16)
+        return bytes(12) + b"\x08\x00" + ip + tcp
+
+    by_ports = {router(8)(1, frame(p, 9092)) for p in range(40000, 40064)}
+    by_hosts = {router(8, False)(1, frame(p, 9092)) for p in range(40000, 40064)}
+    assert len(by_ports) > 1 and len(by_hosts) == 1
