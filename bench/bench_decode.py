@@ -1,20 +1,24 @@
 """Offline decode speed and memory: kafkasniff next to tshark on the same large capture.
 
-Generates (once) a capture of at least ``--packets`` packets with ``make_big_capture.py``,
-then runs, each as its own process measured by ``/usr/bin/time`` (wall seconds, peak RSS):
+Generates (once) a capture of at least ``--packets`` packets with ``make_big_capture.py``
+(or takes ``--capture``, e.g. ``make_real_capture.py``'s), then runs each of these as its own
+process measured by ``/usr/bin/time`` (wall seconds, peak RSS of the largest process),
+alternating: every command once per round, ``--rounds`` rounds, the median kept:
 
-- ``kafkasniff stats``          full decode of every frame + aggregation
-- ``kafkasniff read --json``    full decode + JSON of every field, to /dev/null
+- ``kafkasniff stats``, ``read --json`` and ``export`` with ``--jobs 1`` and ``--jobs 2``
+- ``kafkasniff stats --jobs 1`` as plain Python (``KAFKASNIFF_PURE_PYTHON=1``: the
+  fallback when no C compiler built the compiled modules)
 - ``tshark -T fields``          tshark's Kafka dissector, a few fields per frame
-- ``tshark -V``                 tshark's full protocol tree, to /dev/null
+- ``tshark -T json``            tshark's full decode of every frame, to /dev/null
 - ``dpkt``                      merely iterating the packets (the Python floor)
 
 A capture that is not on port 9092 (``make_real_capture.py``'s) names its broker ports in a
 ``.ports`` file next to it: kafkasniff gets ``--port`` and tshark ``-d tcp.port==P,kafka``
 for each.
 
-and prints packets/s, MB/s, exchanges/s, peak memory and the ratio to tshark. Results are
-also written as JSON (``--json-out``). Timings are measured here, never asserted in tests.
+Prints packets/s, MB/s, exchanges/s, peak memory and the ratio to tshark (``stats`` and
+``export`` to ``-T fields``, ``read --json`` to ``-T json``). Results are also written as
+JSON (``--json-out``). Timings are measured here, never asserted in tests.
 
 Usage::
 
@@ -29,6 +33,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -38,11 +43,12 @@ HERE = Path(__file__).resolve().parent
 VENV_BIN = Path(sys.executable).parent
 
 
-def measure(cmd: list[str], stdout=subprocess.DEVNULL) -> tuple[float, int, str]:
-    """(wall seconds, peak RSS in KiB, stdout text if captured) of one command."""
+def measure(cmd: list[str], stdout=subprocess.DEVNULL, env=None) -> tuple[float, int, str]:
+    """(wall seconds, peak RSS in KiB of the largest process, stdout text if captured) of
+    one command."""
     timed = ["/usr/bin/time", "-f", "%e %M"] + cmd
     t0 = time.perf_counter()
-    proc = subprocess.run(timed, stdout=stdout, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.run(timed, stdout=stdout, stderr=subprocess.PIPE, text=True, env=env)
     wall = time.perf_counter() - t0
     last = proc.stderr.strip().splitlines()[-1].split()
     if proc.returncode != 0:
@@ -55,7 +61,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--packets", type=int, default=1_000_000)
     ap.add_argument("--capture", type=Path, default=HERE / "data" / "big.pcap")
     ap.add_argument("--json-out", type=Path, default=HERE / "out" / "decode.json")
-    ap.add_argument("--skip-verbose-tshark", action="store_true")
+    ap.add_argument("--skip-verbose-tshark", action="store_true",
+                    help="leave out tshark -T json (slow, and several GB of memory)")
+    ap.add_argument("--jobs", type=int, nargs="*", default=[1, 2],
+                    help="the --jobs values measured")
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="alternating rounds (the median is kept)")
     ap.add_argument("--scale", type=int, nargs="*", default=[3],
                     help="also run `stats` on captures this many times larger (peak memory "
                          "must not grow with the capture)")
@@ -73,44 +84,78 @@ def main(argv: list[str] | None = None) -> int:
     report = json.loads(out)
     packets = report["pipeline"]["packets"]
     exchanges = report["total"]["count"]
-    rows = [("kafkasniff stats", wall, rss)]
-    rows.append(("kafkasniff read --json", *measure([ks, "read", "-q", "--json", *ks_ports,
-                                                     str(args.capture)])[:2]))
+    cap = str(args.capture)
+    export_dir = Path(tempfile.mkdtemp(prefix="kafkasniff-bench-"))
+    commands: list[tuple[str, list[str], dict | None, str]] = []
+    for jobs in args.jobs:
+        j = ["--jobs", str(jobs)]
+        commands += [
+            (f"kafkasniff stats --jobs {jobs}", [ks, "stats", *j, *ks_ports, cap], None,
+             "fields"),
+            (f"kafkasniff read --json --jobs {jobs}", [ks, "read", "-q", "--json", *j,
+                                                      *ks_ports, cap], None, "json"),
+            (f"kafkasniff export --jobs {jobs}", [ks, "export", "-q", "-o",
+                                                  str(export_dir / f"j{jobs}"), *j, *ks_ports,
+                                                  cap], None, "fields"),
+        ]
+    commands.append(("stats --jobs 1, plain Python", [ks, "stats", "--jobs", "1", *ks_ports,
+                                                      cap],
+                     {**os.environ, "KAFKASNIFF_PURE_PYTHON": "1"}, "fields"))
     tshark = shutil.which("tshark")
     if tshark:
-        rows.append(("tshark -T fields (kafka)", *measure(
-            [tshark, "-r", str(args.capture), *ts_ports, "-T", "fields", "-e", "kafka.api_key",
-             "-e", "kafka.correlation_id", "-e", "kafka.error"])[:2]))
+        commands.append(("tshark -T fields (kafka)", [
+            tshark, "-r", cap, *ts_ports, "-T", "fields", "-e", "kafka.api_key",
+            "-e", "kafka.correlation_id", "-e", "kafka.error"], None, ""))
         if not args.skip_verbose_tshark:
-            rows.append(("tshark -V (full tree)", *measure([tshark, "-r", str(args.capture),
-                                                            *ts_ports, "-V"])[:2]))
-    rows.append(("dpkt (iterate packets)", *measure(
-        [sys.executable, "-c", "import dpkt, sys\nfor _ in dpkt.pcap.Reader(open(sys.argv[1], "
-         "'rb')): pass", str(args.capture)])[:2]))
-    base = next((w for name, w, _ in rows if name.startswith("tshark -T")), None)
+            commands.append(("tshark -T json (full)", [tshark, "-r", cap, *ts_ports, "-T",
+                                                       "json"], None, ""))
+    commands.append(("dpkt (iterate packets)", [
+        sys.executable, "-c", "import dpkt, sys\nfor _ in dpkt.pcap.Reader(open(sys.argv[1], "
+        "'rb')): pass", cap], None, ""))
+    runs: dict[str, list[tuple[float, int]]] = {name: [] for name, *_ in commands}
+    for _ in range(args.rounds):
+        for name, cmd, env, _base in commands:
+            shutil.rmtree(export_dir, ignore_errors=True)
+            runs[name].append(measure(cmd, env=env)[:2])
+    shutil.rmtree(export_dir, ignore_errors=True)
+    rows = []
+    for name, cmd, env, basis in commands:
+        walls = sorted(w for w, _ in runs[name])
+        rows.append((name, walls[len(walls) // 2], max(k for _, k in runs[name]), basis))
+    bases = {"fields": next((w for n, w, _, _ in rows if n.startswith("tshark -T fields")),
+                            None),
+             "json": next((w for n, w, _, _ in rows if n.startswith("tshark -T json")), None)}
     print(f"capture: {args.capture} ({size / 1e6:.0f} MB, {packets} packets, "
-          f"{exchanges} exchanges); machine: {os.cpu_count()} cores")
-    print(f"{'command':28s} {'seconds':>8s} {'packets/s':>10s} {'MB/s':>7s} {'exch/s':>8s} "
-          f"{'peak MB':>8s} {'tshark pkts/s ratio':>20s}")
+          f"{exchanges} exchanges); machine: {os.cpu_count()} cores; median of "
+          f"{args.rounds} alternating round(s)")
+    print(f"{'command':34s} {'seconds':>8s} {'packets/s':>10s} {'MB/s':>7s} {'exch/s':>8s} "
+          f"{'peak MB':>8s} {'x tshark':>9s}")
     results = []
-    for name, w, kib in rows:
+    for name, w, kib, basis in rows:
+        base = bases.get(basis)
         ratio = base / w if base else None
-        print(f"{name:28s} {w:8.1f} {packets / w:10.0f} {size / 1e6 / w:7.1f} "
-              f"{exchanges / w:8.0f} {kib / 1024:8.0f} {'' if ratio is None else f'{ratio:20.2f}'}")
+        print(f"{name:34s} {w:8.1f} {packets / w:10.0f} {size / 1e6 / w:7.1f} "
+              f"{exchanges / w:8.0f} {kib / 1024:8.0f} "
+              f"{'' if ratio is None else f'{ratio:6.2f} ({basis})'}")
         results.append({"command": name, "seconds": round(w, 2), "packets_per_s": round(packets / w),
                         "mb_per_s": round(size / 1e6 / w, 1), "exchanges_per_s": round(exchanges / w),
-                        "peak_rss_mb": round(kib / 1024), "ratio_to_tshark_fields": ratio})
-    scaling = [{"packets": packets, "seconds": round(rows[0][1], 1),
+                        "peak_rss_mb": round(kib / 1024), "baseline": basis or None,
+                        "ratio_to_tshark": None if ratio is None else round(ratio, 2)})
+    rows = [(n, w, k) for n, w, k, _ in rows]
+    scaling = [{"packets": packets, "jobs": args.jobs[0], "seconds": round(rows[0][1], 1),
                 "peak_rss_mb": round(rows[0][2] / 1024)}]
     for k in ([] if ports else args.scale):
         big = make_big_capture.ensure(args.capture.with_name(f"{args.capture.stem}-x{k}.pcap"),
                                       k * args.packets)
-        w, kib, out = measure([ks, "stats", "--json", str(big)], stdout=subprocess.PIPE)
-        n = json.loads(out)["pipeline"]["packets"]
-        scaling.append({"packets": n, "seconds": round(w, 1), "peak_rss_mb": round(kib / 1024)})
+        for jobs in args.jobs:
+            w, kib, out = measure([ks, "stats", "--json", "--jobs", str(jobs), str(big)],
+                                  stdout=subprocess.PIPE)
+            n = json.loads(out)["pipeline"]["packets"]
+            scaling.append({"packets": n, "jobs": jobs, "seconds": round(w, 1),
+                            "peak_rss_mb": round(kib / 1024)})
     print("memory vs capture size (kafkasniff stats):")
     for row in scaling:
-        print(f"  {row['packets']:>9} packets  {row['seconds']:7.1f} s  "
+        print(f"  {row['packets']:>9} packets  --jobs {row['jobs']}  {row['seconds']:7.1f} s  "
               f"{row['packets'] / row['seconds']:8.0f} packets/s  peak {row['peak_rss_mb']} MB")
     args.json_out.parent.mkdir(parents=True, exist_ok=True)
     args.json_out.write_text(json.dumps({"capture_bytes": size, "packets": packets,
