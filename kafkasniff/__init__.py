@@ -3,6 +3,79 @@
 Packets (pcap, pcapng, live) -> TCP reassembly -> Kafka framing -> header decode and pairing
 by correlation_id -> body decode -> sinks (console, stats, JSON Lines, Parquet, TUI).
 See ``docs/architecture.md``.
+
+The hot-path modules may be compiled to native extension modules at install time
+(``docs/compiled.md``). Setting the environment variable ``KAFKASNIFF_PURE_PYTHON=1`` before
+the package is imported makes every ``kafkasniff`` module load from its ``.py`` source
+instead; :func:`compiled_modules` tells which modules are running compiled.
 """
 
+from __future__ import annotations
+
+import os
+import sys
+from importlib.machinery import (
+    EXTENSION_SUFFIXES,
+    SOURCE_SUFFIXES,
+    ExtensionFileLoader,
+    FileFinder,
+    SourceFileLoader,
+)
+
 __version__ = "0.1.0"
+
+__all__ = ["PURE_PYTHON", "compiled_modules", "compiled_available"]
+
+#: True when ``KAFKASNIFF_PURE_PYTHON`` asked for the ``.py`` sources (read once, at import).
+PURE_PYTHON = os.environ.get("KAFKASNIFF_PURE_PYTHON", "").strip().lower() not in (
+    "", "0", "false", "no")
+
+
+class _SourceOnlyFinder:
+    """A meta path finder that loads ``kafkasniff.*`` submodules from their ``.py`` files,
+    never from a compiled extension module next to them (installed only when
+    ``KAFKASNIFF_PURE_PYTHON`` is set)."""
+
+    _loaders = [(SourceFileLoader, SOURCE_SUFFIXES)]
+
+    @classmethod
+    def find_spec(cls, fullname, path=None, target=None):  # noqa: ARG003 - finder protocol
+        if not fullname.startswith(__name__ + ".") or path is None:
+            return None
+        for entry in path:
+            spec = FileFinder(entry, *cls._loaders).find_spec(fullname)
+            if spec is not None and spec.origin is not None:
+                return spec
+        return None
+
+
+if PURE_PYTHON and not any(getattr(f, "__qualname__", None) == "_SourceOnlyFinder"
+                           for f in sys.meta_path):
+    sys.meta_path.insert(0, _SourceOnlyFinder)
+
+
+def compiled_modules() -> list[str]:
+    """Names of the ``kafkasniff`` modules imported so far that run as compiled extension
+    modules (empty under ``KAFKASNIFF_PURE_PYTHON=1`` or when nothing was compiled)."""
+    return sorted(name for name, mod in list(sys.modules.items())
+                  if name.startswith(__name__ + ".") and mod is not None
+                  and isinstance(getattr(getattr(mod, "__spec__", None), "loader", None),
+                                 ExtensionFileLoader))
+
+
+def compiled_available() -> list[str]:
+    """Names of the ``kafkasniff`` modules that have a compiled extension module installed
+    next to their source (whether or not it is used: see :data:`PURE_PYTHON`)."""
+    root = os.path.dirname(os.path.abspath(__file__))
+    found = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = [d for d in dirnames if d != "__pycache__"]
+        rel = os.path.relpath(dirpath, root)
+        prefix = __name__ if rel == "." else __name__ + "." + rel.replace(os.sep, ".")
+        for fn in filenames:
+            for suffix in EXTENSION_SUFFIXES:
+                if fn.endswith(suffix) and os.path.exists(
+                        os.path.join(dirpath, fn[:-len(suffix)] + ".py")):
+                    found.append(prefix + "." + fn[:-len(suffix)])
+                    break
+    return sorted(found)
