@@ -84,6 +84,9 @@ _PCAP_MAGICS = {
     b"\xa1\xb2\x3c\x4d": (">", 1),      # big endian, nanoseconds
 }
 _PCAP_HEADER_BYTES = 24
+#: slot setters of CapturedPacket's fields, in the order of its constructor
+_PACKET_SLOT_SETTERS = tuple(getattr(CapturedPacket, f).__set__ for f in (
+    "ts_ns", "link_type", "data", "orig_len", "interface_id"))
 _PCAP_RECORD_HEADER_BYTES = 16
 
 # pcapng block types
@@ -481,6 +484,11 @@ class PacketSource:
         frac_ns = self._pcap_frac_ns
         max_rec = MAX_RECORD_BYTES
         packet = CapturedPacket
+        # CapturedPacket is a frozen slotted dataclass whose __init__ sets each field through
+        # object.__setattr__: filling the slots through their descriptors makes the same
+        # object in half the time (a test compares)
+        new = object.__new__
+        set_ts, set_link, set_data, set_orig, set_iface = _PACKET_SLOT_SETTERS
         ts = 0
         while True:
             # hot loop: records fully inside the buffer
@@ -494,7 +502,13 @@ class PacketSource:
                     cps.append(Checkpoint(self._offset + pos, ts, self.packets_read))
                 self.packets_read += 1
                 self.packet_bytes += caplen
-                yield packet(ts, link, buf[pos + 16:nxt], origlen, 0)
+                pkt = new(packet)
+                set_ts(pkt, ts)
+                set_link(pkt, link)
+                set_data(pkt, buf[pos + 16:nxt])
+                set_orig(pkt, origlen)
+                set_iface(pkt, 0)
+                yield pkt
                 pos = nxt
             # slow path: need more data (or garbage)
             self._last_ts_ns = ts
