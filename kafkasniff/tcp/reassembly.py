@@ -63,6 +63,11 @@ from collections import OrderedDict
 from dataclasses import dataclass, fields
 
 from kafkasniff.capture.types import ACK, FIN, RST, SYN, TcpSegment
+
+try:
+    import cython
+except ImportError:     # plain Python (Cython is only needed to compile: docs/compiled.md)
+    from kafkasniff.cythonstub import cython
 from kafkasniff.tcp.types import (
     StreamClosed,
     StreamData,
@@ -244,6 +249,9 @@ class TcpReassembler:
         """Number of connections currently open (in the table)."""
         return len(self._lru)
 
+    @cython.locals(ds=_Dir, od=_Dir, flags=cython.long, x=cython.longlong, n=cython.Py_ssize_t,
+                   off=cython.longlong, hb=cython.longlong, limit=cython.longlong,
+                   d=cython.Py_ssize_t, hist=list, st=_Conn)
     def feed(self, seg: TcpSegment) -> list[StreamEvent]:
         """Process one segment; return the events it caused, in order.
 
