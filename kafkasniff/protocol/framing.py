@@ -41,6 +41,11 @@ from typing import Callable, NamedTuple
 
 from kafkasniff.issues import IssueKind
 
+try:
+    import cython
+except ImportError:     # plain Python (Cython is only needed to compile: docs/compiled.md)
+    from kafkasniff.cythonstub import cython
+
 DEFAULT_MAX_FRAME_BYTES = 100 * 1024 * 1024
 
 SYNCED = 0
@@ -235,6 +240,9 @@ class Framer:
         self.truncated_bytes = 0
 
     # ------------------------------------------------------------------ feeding
+    @cython.locals(n=cython.Py_ssize_t, p=cython.Py_ssize_t, end=cython.Py_ssize_t,
+                   base=cython.longlong, maxf=cython.longlong, minf=cython.longlong,
+                   size=cython.longlong, expected=cython.longlong)
     def feed(self, data: bytes, offset: int, ts_ns: int) -> list:
         """Feed in-order bytes starting at stream ``offset``. Returns frames and issues."""
         out: list = []
@@ -312,6 +320,7 @@ class Framer:
         if i:
             del marks[:i]
 
+    @cython.locals(size=cython.longlong)
     def _drain(self, out: list) -> None:
         buf = self.buf
         while True:

@@ -1,0 +1,21 @@
+# C types of kafkasniff/protocol/framing.py when Cython compiles it (docs/compiled.md); the
+# .py file runs unchanged as plain Python. Sizes and stream offsets fit a 64-bit integer.
+
+cdef class Framer:
+    cdef public object validator
+    cdef public long long min_frame_bytes
+    cdef public long long max_frame_bytes
+    cdef public int state
+    cdef public bytearray buf
+    cdef public long long base
+    cdef public list marks
+    cdef public long long skip
+    cdef public long long skipped
+    cdef public long long skip_start
+    cdef public object skip_ts
+    cdef public bint closed
+    cdef public object damaged
+    cdef public long long framed_bytes
+    cdef public long long resync_bytes
+    cdef public long long after_gap_bytes
+    cdef public long long truncated_bytes
