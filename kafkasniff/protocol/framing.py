@@ -299,8 +299,16 @@ class Framer:
             self.buf += data[p:]
             self.marks.append((base + n, ts_ns))
         else:
-            self.buf += data
+            buf = self.buf
+            buf += data
             self.marks.append((offset + len(data), ts_ns))
+            if self.state == SYNCED and len(buf) >= 4:
+                # inside a frame of a plausible size: nothing to do before its last byte (a
+                # large frame spans hundreds of segments); else _drain decides
+                size = _size_at(buf, 0)[0]
+                if (self.min_frame_bytes <= size <= self.max_frame_bytes
+                        and len(buf) < 4 + size):
+                    return out
         self._drain(out)
         return out
 
