@@ -112,12 +112,15 @@ _tcp = struct.Struct("!HHIIBB").unpack_from
 
 # TcpSegment is a frozen slotted dataclass: its generated __init__ sets each of its ten fields
 # through object.__setattr__ (about 1 us of the 3 us a packet costs here). The fast path
-# fills the slots directly through their descriptors instead (the same object: a test checks).
+# fills the slots directly instead (the same object: tests/test_compiled.py checks): through
+# the slot descriptors' setters in Python, through inline C functions of packet.pxd when
+# compiled.
 _new = object.__new__
-(_s_ts, _s_src_ip, _s_src_port, _s_dst_ip, _s_dst_port, _s_seq, _s_ack, _s_flags, _s_payload,
- _s_missing) = (getattr(TcpSegment, _f).__set__ for _f in (
-    "ts_ns", "src_ip", "src_port", "dst_ip", "dst_port", "seq", "ack", "flags", "payload",
-    "missing_bytes"))
+if not cython.compiled:
+    (_s_ts, _s_src_ip, _s_src_port, _s_dst_ip, _s_dst_port, _s_seq, _s_ack, _s_flags,
+     _s_payload, _s_missing) = (getattr(TcpSegment, _f).__set__ for _f in (
+        "ts_ns", "src_ip", "src_port", "dst_ip", "dst_port", "seq", "ack", "flags", "payload",
+        "missing_bytes"))
 
 
 def decode_packet(pkt: CapturedPacket) -> TcpSegment | Skipped:
