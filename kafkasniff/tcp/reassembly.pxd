@@ -3,6 +3,22 @@
 # makes its per-connection state extension types with C fields. Offsets and sequence
 # numbers fit a 64-bit signed integer (offsets never reach 2**63; sequence numbers < 2**32).
 
+from cpython.object cimport PyObject_GenericSetAttr
+
+cdef object _new
+
+# the fast path's StreamData slot setters (the .py file defines them only as plain Python)
+cdef inline int _sd_conn(object o, object v) except -1:
+    return PyObject_GenericSetAttr(o, "conn", v)
+cdef inline int _sd_direction(object o, object v) except -1:
+    return PyObject_GenericSetAttr(o, "direction", v)
+cdef inline int _sd_offset(object o, object v) except -1:
+    return PyObject_GenericSetAttr(o, "offset", v)
+cdef inline int _sd_data(object o, object v) except -1:
+    return PyObject_GenericSetAttr(o, "data", v)
+cdef inline int _sd_ts(object o, object v) except -1:
+    return PyObject_GenericSetAttr(o, "ts_ns", v)
+
 cdef class _Dir:
     cdef public _Conn st
     cdef public object conn

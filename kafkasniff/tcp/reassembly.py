@@ -63,11 +63,6 @@ from collections import OrderedDict
 from dataclasses import dataclass, fields
 
 from kafkasniff.capture.types import ACK, FIN, RST, SYN, TcpSegment
-
-try:
-    import cython
-except ImportError:     # plain Python (Cython is only needed to compile: docs/compiled.md)
-    from kafkasniff.cythonstub import cython
 from kafkasniff.tcp.types import (
     StreamClosed,
     StreamData,
@@ -75,6 +70,11 @@ from kafkasniff.tcp.types import (
     StreamGap,
     TcpConnection,
 )
+
+try:
+    import cython
+except ImportError:     # plain Python (Cython is only needed to compile: docs/compiled.md)
+    from kafkasniff.cythonstub import cython
 
 __all__ = ["ReassemblyStats", "TcpReassembler"]
 
@@ -86,12 +86,14 @@ _CTRL = SYN | FIN | RST
 # StreamData is a frozen dataclass: its generated __init__ sets each field through
 # object.__setattr__, which costs ~0.2 us per event. The in-order fast path fills the
 # slots directly through their descriptors (same resulting object, checked by a test).
+# Compiled, the setters are inline C functions of reassembly.pxd (PyObject_GenericSetAttr).
 _new = object.__new__
-_sd_conn = StreamData.conn.__set__  # type: ignore[attr-defined]
-_sd_direction = StreamData.direction.__set__  # type: ignore[attr-defined]
-_sd_offset = StreamData.offset.__set__  # type: ignore[attr-defined]
-_sd_data = StreamData.data.__set__  # type: ignore[attr-defined]
-_sd_ts = StreamData.ts_ns.__set__  # type: ignore[attr-defined]
+if not cython.compiled:
+    _sd_conn = StreamData.conn.__set__  # type: ignore[attr-defined]
+    _sd_direction = StreamData.direction.__set__  # type: ignore[attr-defined]
+    _sd_offset = StreamData.offset.__set__  # type: ignore[attr-defined]
+    _sd_data = StreamData.data.__set__  # type: ignore[attr-defined]
+    _sd_ts = StreamData.ts_ns.__set__  # type: ignore[attr-defined]
 
 
 def _sdiff(a: int, b: int) -> int:
