@@ -185,6 +185,17 @@ class Frame:
     missing_bytes: int = 0
 
 
+# Frame is a frozen slotted dataclass: its generated __init__ sets each field through
+# object.__setattr__. The fast path of Framer.feed fills the slots directly instead (the same
+# object): through the slot descriptors' setters in Python, through inline C functions of
+# framing.pxd when compiled.
+_new = object.__new__
+if not cython.compiled:
+    _f_size, _f_payload, _f_offset, _f_first_ts, _f_last_ts, _f_missing = (
+        getattr(Frame, _f).__set__ for _f in (
+            "size", "payload", "stream_offset", "first_ts_ns", "last_ts_ns", "missing_bytes"))
+
+
 @dataclass(frozen=True, slots=True)
 class FramerIssue:
     """A framing problem: ``kind`` (an IssueKind value), ``message``, ``stream_offset``,
@@ -284,7 +295,14 @@ class Framer:
                 end = p + 4 + size
                 if end > n:
                     break
-                out.append(Frame(size, data[p + 4:end], base + p, ts_ns, ts_ns))
+                frame = _new(Frame)
+                _f_size(frame, size)
+                _f_payload(frame, data[p + 4:end])
+                _f_offset(frame, base + p)
+                _f_first_ts(frame, ts_ns)
+                _f_last_ts(frame, ts_ns)
+                _f_missing(frame, 0)
+                out.append(frame)
                 p = end
             else:
                 self.framed_bytes += p
