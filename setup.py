@@ -24,6 +24,7 @@ from setuptools.command.build_py import build_py
 #: modules compiled to extension modules, each with a ``.pxd`` beside its ``.py``
 COMPILED = [
     "kafkasniff.capture.packet",
+    "kafkasniff.capture.pcapfile",
     "kafkasniff.tcp.reassembly",
     "kafkasniff.protocol.framing",
 ]
