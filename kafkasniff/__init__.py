@@ -31,16 +31,26 @@ PURE_PYTHON = os.environ.get("KAFKASNIFF_PURE_PYTHON", "").strip().lower() not i
     "", "0", "false", "no")
 
 
-class _SourceOnlyFinder:
-    """A meta path finder that loads ``kafkasniff.*`` submodules from their ``.py`` files,
-    never from a compiled extension module next to them (installed only when
-    ``KAFKASNIFF_PURE_PYTHON`` is set)."""
+class _SourceFinder:
+    """A meta path finder for ``kafkasniff.*`` submodules that has a say only when a module
+    must not come from its compiled extension module:
+
+    - under ``KAFKASNIFF_PURE_PYTHON``, every module loads from its ``.py`` file;
+    - otherwise, in a source tree (an editable install: the ``.pxd`` file is next to the
+      module; wheels carry none), a module whose ``.py`` or ``.pxd`` file is newer than its
+      extension module (edited or checked out since the last build: the compiled code is
+      stale) loads from the ``.py`` file, with a warning to rebuild (``pip install -e .``).
+      Everything else is left to the normal import machinery.
+    """
 
     _loaders = [(SourceFileLoader, SOURCE_SUFFIXES)]
+    pure = False
 
     @classmethod
     def find_spec(cls, fullname, path=None, target=None):  # noqa: ARG003 - finder protocol
-        if not fullname.startswith(__name__ + ".") or path is None:
+        if not fullname.startswith("kafkasniff.") or path is None:
+            return None
+        if not cls.pure and not cls._stale(fullname, path):
             return None
         for entry in path:
             spec = FileFinder(entry, *cls._loaders).find_spec(fullname)
@@ -48,10 +58,34 @@ class _SourceOnlyFinder:
                 return spec
         return None
 
+    @staticmethod
+    def _stale(fullname, path) -> bool:
+        leaf = fullname.rpartition(".")[2]
+        for entry in path:
+            base = os.path.join(entry, leaf)
+            for suffix in EXTENSION_SUFFIXES:
+                try:
+                    compiled = os.stat(base + suffix).st_mtime
+                except OSError:
+                    continue
+                try:
+                    source = max(os.stat(base + ".py").st_mtime, os.stat(base + ".pxd").st_mtime)
+                except OSError:
+                    return False   # not a source tree (or no source at all)
+                if source <= compiled:
+                    return False
+                import warnings
 
-if PURE_PYTHON and not any(getattr(f, "__qualname__", None) == "_SourceOnlyFinder"
-                           for f in sys.meta_path):
-    sys.meta_path.insert(0, _SourceOnlyFinder)
+                warnings.warn(f"{fullname}: {base}.py (or .pxd) is newer than its compiled "
+                              f"extension module: running the .py file (rebuild with "
+                              f"`pip install -e .`)", RuntimeWarning, stacklevel=2)
+                return True
+        return False
+
+
+if not any(getattr(f, "__qualname__", None) == "_SourceFinder" for f in sys.meta_path):
+    _SourceFinder.pure = PURE_PYTHON
+    sys.meta_path.insert(0, _SourceFinder)
 
 
 def compiled_modules() -> list[str]:
