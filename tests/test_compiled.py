@@ -93,3 +93,26 @@ def test_compiled_and_pure_python_outputs_are_identical():
         compiled, pure = results[(capture, False)], results[(capture, True)]
         assert compiled[0] == pure[0], f"read --json differs on {capture.name}"
         assert compiled[1] == pure[1], f"stats --json differs on {capture.name}"
+
+
+def test_a_stale_extension_module_in_a_source_tree_is_not_used(tmp_path):
+    """An extension module older than its .py or .pxd (edited since the build) is skipped;
+    without a .pxd beside it (an installed wheel) the extension module is always used."""
+    from importlib.machinery import EXTENSION_SUFFIXES
+
+    from kafkasniff import _SourceFinder
+
+    ext = tmp_path / ("mod" + EXTENSION_SUFFIXES[0])
+    py, pxd = tmp_path / "mod.py", tmp_path / "mod.pxd"
+    for f in (py, pxd, ext):
+        f.write_text("")
+    os.utime(py, (1000, 1000))
+    os.utime(pxd, (1000, 1000))
+    os.utime(ext, (2000, 2000))
+    assert not _SourceFinder._stale("kafkasniff.mod", [str(tmp_path)])
+    os.utime(pxd, (3000, 3000))
+    with pytest.warns(RuntimeWarning, match="newer than its compiled"):
+        assert _SourceFinder._stale("kafkasniff.mod", [str(tmp_path)])
+    pxd.unlink()
+    os.utime(py, (3000, 3000))
+    assert not _SourceFinder._stale("kafkasniff.mod", [str(tmp_path)])
