@@ -58,6 +58,11 @@ from kafkasniff.errors import CaptureError
 from kafkasniff.issues import IssueKind, Severity
 from kafkasniff.model import DecodeIssue
 
+try:
+    import cython
+except ImportError:     # plain Python (Cython is only needed to compile: docs/compiled.md)
+    from kafkasniff.cythonstub import cython
+
 __all__ = [
     "MAX_RECORD_BYTES",
     "READ_CHUNK_BYTES",
@@ -84,6 +89,14 @@ _PCAP_MAGICS = {
     b"\xa1\xb2\x3c\x4d": (">", 1),      # big endian, nanoseconds
 }
 _PCAP_HEADER_BYTES = 24
+# CapturedPacket is a frozen slotted dataclass whose __init__ sets each field through
+# object.__setattr__: the pcap record loop fills its slots directly instead (the same object,
+# in half the time: tests/test_compiled.py checks), through the slot descriptors' setters in
+# Python, through inline C functions of pcapfile.pxd when compiled.
+_new = object.__new__
+if not cython.compiled:
+    _p_ts, _p_link, _p_data, _p_orig, _p_iface = (getattr(CapturedPacket, _f).__set__ for _f in (
+        "ts_ns", "link_type", "data", "orig_len", "interface_id"))
 _PCAP_RECORD_HEADER_BYTES = 16
 
 # pcapng block types
@@ -467,6 +480,8 @@ class PacketSource:
         self.link_types[0] = self._link_type
         self._pcap_header_ok = True
 
+    @cython.locals(pos=cython.Py_ssize_t, end=cython.Py_ssize_t, nxt=cython.Py_ssize_t,
+                   caplen=cython.Py_ssize_t, max_rec=cython.Py_ssize_t)
     def _iter_pcap(self) -> Iterator[CapturedPacket]:
         if not self._pcap_header_ok:
             return
@@ -494,7 +509,13 @@ class PacketSource:
                     cps.append(Checkpoint(self._offset + pos, ts, self.packets_read))
                 self.packets_read += 1
                 self.packet_bytes += caplen
-                yield packet(ts, link, buf[pos + 16:nxt], origlen, 0)
+                pkt = _new(packet)
+                _p_ts(pkt, ts)
+                _p_link(pkt, link)
+                _p_data(pkt, buf[pos + 16:nxt])
+                _p_orig(pkt, origlen)
+                _p_iface(pkt, 0)
+                yield pkt
                 pos = nxt
             # slow path: need more data (or garbage)
             self._last_ts_ns = ts

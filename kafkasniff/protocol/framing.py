@@ -41,6 +41,11 @@ from typing import Callable, NamedTuple
 
 from kafkasniff.issues import IssueKind
 
+try:
+    import cython
+except ImportError:     # plain Python (Cython is only needed to compile: docs/compiled.md)
+    from kafkasniff.cythonstub import cython
+
 DEFAULT_MAX_FRAME_BYTES = 100 * 1024 * 1024
 
 SYNCED = 0
@@ -180,6 +185,17 @@ class Frame:
     missing_bytes: int = 0
 
 
+# Frame is a frozen slotted dataclass: its generated __init__ sets each field through
+# object.__setattr__. The fast path of Framer.feed fills the slots directly instead (the same
+# object): through the slot descriptors' setters in Python, through inline C functions of
+# framing.pxd when compiled.
+_new = object.__new__
+if not cython.compiled:
+    _f_size, _f_payload, _f_offset, _f_first_ts, _f_last_ts, _f_missing = (
+        getattr(Frame, _f).__set__ for _f in (
+            "size", "payload", "stream_offset", "first_ts_ns", "last_ts_ns", "missing_bytes"))
+
+
 @dataclass(frozen=True, slots=True)
 class FramerIssue:
     """A framing problem: ``kind`` (an IssueKind value), ``message``, ``stream_offset``,
@@ -235,6 +251,9 @@ class Framer:
         self.truncated_bytes = 0
 
     # ------------------------------------------------------------------ feeding
+    @cython.locals(n=cython.Py_ssize_t, p=cython.Py_ssize_t, end=cython.Py_ssize_t,
+                   base=cython.longlong, maxf=cython.longlong, minf=cython.longlong,
+                   size=cython.longlong, expected=cython.longlong)
     def feed(self, data: bytes, offset: int, ts_ns: int) -> list:
         """Feed in-order bytes starting at stream ``offset``. Returns frames and issues."""
         out: list = []
@@ -276,7 +295,14 @@ class Framer:
                 end = p + 4 + size
                 if end > n:
                     break
-                out.append(Frame(size, data[p + 4:end], base + p, ts_ns, ts_ns))
+                frame = _new(Frame)
+                _f_size(frame, size)
+                _f_payload(frame, data[p + 4:end])
+                _f_offset(frame, base + p)
+                _f_first_ts(frame, ts_ns)
+                _f_last_ts(frame, ts_ns)
+                _f_missing(frame, 0)
+                out.append(frame)
                 p = end
             else:
                 self.framed_bytes += p
@@ -291,8 +317,16 @@ class Framer:
             self.buf += data[p:]
             self.marks.append((base + n, ts_ns))
         else:
-            self.buf += data
+            buf = self.buf
+            buf += data
             self.marks.append((offset + len(data), ts_ns))
+            if self.state == SYNCED and len(buf) >= 4:
+                # inside a frame of a plausible size: nothing to do before its last byte (a
+                # large frame spans hundreds of segments); else _drain decides
+                size = _size_at(buf, 0)[0]
+                if (self.min_frame_bytes <= size <= self.max_frame_bytes
+                        and len(buf) < 4 + size):
+                    return out
         self._drain(out)
         return out
 
@@ -312,6 +346,7 @@ class Framer:
         if i:
             del marks[:i]
 
+    @cython.locals(size=cython.longlong)
     def _drain(self, out: list) -> None:
         buf = self.buf
         while True:

@@ -71,6 +71,11 @@ from kafkasniff.tcp.types import (
     TcpConnection,
 )
 
+try:
+    import cython
+except ImportError:     # plain Python (Cython is only needed to compile: docs/compiled.md)
+    from kafkasniff.cythonstub import cython
+
 __all__ = ["ReassemblyStats", "TcpReassembler"]
 
 _MASK = 0xFFFFFFFF
@@ -81,12 +86,14 @@ _CTRL = SYN | FIN | RST
 # StreamData is a frozen dataclass: its generated __init__ sets each field through
 # object.__setattr__, which costs ~0.2 us per event. The in-order fast path fills the
 # slots directly through their descriptors (same resulting object, checked by a test).
+# Compiled, the setters are inline C functions of reassembly.pxd (PyObject_GenericSetAttr).
 _new = object.__new__
-_sd_conn = StreamData.conn.__set__  # type: ignore[attr-defined]
-_sd_direction = StreamData.direction.__set__  # type: ignore[attr-defined]
-_sd_offset = StreamData.offset.__set__  # type: ignore[attr-defined]
-_sd_data = StreamData.data.__set__  # type: ignore[attr-defined]
-_sd_ts = StreamData.ts_ns.__set__  # type: ignore[attr-defined]
+if not cython.compiled:
+    _sd_conn = StreamData.conn.__set__  # type: ignore[attr-defined]
+    _sd_direction = StreamData.direction.__set__  # type: ignore[attr-defined]
+    _sd_offset = StreamData.offset.__set__  # type: ignore[attr-defined]
+    _sd_data = StreamData.data.__set__  # type: ignore[attr-defined]
+    _sd_ts = StreamData.ts_ns.__set__  # type: ignore[attr-defined]
 
 
 def _sdiff(a: int, b: int) -> int:
@@ -244,6 +251,9 @@ class TcpReassembler:
         """Number of connections currently open (in the table)."""
         return len(self._lru)
 
+    @cython.locals(ds=_Dir, od=_Dir, flags=cython.long, x=cython.longlong, n=cython.Py_ssize_t,
+                   off=cython.longlong, hb=cython.longlong, limit=cython.longlong,
+                   d=cython.Py_ssize_t, hist=list, st=_Conn)
     def feed(self, seg: TcpSegment) -> list[StreamEvent]:
         """Process one segment; return the events it caused, in order.
 

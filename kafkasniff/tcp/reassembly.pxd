@@ -1,0 +1,68 @@
+# C types of kafkasniff/tcp/reassembly.py when Cython compiles it (docs/compiled.md).
+# The .py file stays the source of truth and runs unchanged as plain Python; this file only
+# makes its per-connection state extension types with C fields. Offsets and sequence
+# numbers fit a 64-bit signed integer (offsets never reach 2**63; sequence numbers < 2**32).
+
+from cpython.object cimport PyObject_GenericSetAttr
+
+cdef object _new
+
+# the fast path's StreamData slot setters (the .py file defines them only as plain Python)
+cdef inline int _sd_conn(object o, object v) except -1:
+    return PyObject_GenericSetAttr(o, "conn", v)
+cdef inline int _sd_direction(object o, object v) except -1:
+    return PyObject_GenericSetAttr(o, "direction", v)
+cdef inline int _sd_offset(object o, object v) except -1:
+    return PyObject_GenericSetAttr(o, "offset", v)
+cdef inline int _sd_data(object o, object v) except -1:
+    return PyObject_GenericSetAttr(o, "data", v)
+cdef inline int _sd_ts(object o, object v) except -1:
+    return PyObject_GenericSetAttr(o, "ts_ns", v)
+
+cdef class _Dir:
+    cdef public _Conn st
+    cdef public object conn
+    cdef public Py_ssize_t d
+    cdef public _Dir other
+    cdef public bint started
+    cdef public long long base
+    cdef public long long nseq
+    cdef public long long nxt
+    cdef public bint fast
+    cdef public object fin_off
+    cdef public object syn_isn
+    cdef public list starts
+    cdef public list ooo
+    cdef public long long ooo_bytes
+    cdef public list hist
+    cdef public long long hist_bytes
+
+
+cdef class _Conn:
+    cdef public object conn
+    cdef public tuple dirs
+    cdef public tuple keys
+
+
+cdef class TcpReassembler:
+    cdef public object max_ooo_bytes
+    cdef public object max_ooo_segments
+    cdef public object max_connections
+    cdef public object idle_timeout_ns
+    cdef public long long max_history_bytes
+    cdef public object closed_linger_ns
+    cdef public object max_history_total_bytes
+    cdef public object stats
+    cdef public dict _flows
+    cdef public object _lru
+    cdef public object _mru
+    cdef public object _closed
+    cdef public object _next_id
+
+
+cdef long long _MASK
+cdef long long _HALF
+cdef long _CTRL
+
+
+cdef long long _sdiff(long long a, long long b)

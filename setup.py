@@ -1,0 +1,102 @@
+"""Build script of kafkasniff: the metadata is in pyproject.toml; this file adds what a
+declarative configuration cannot say (docs/compiled.md):
+
+* the compiled hot path: the modules in ``COMPILED`` are compiled by Cython from their ``.py``
+  source (plain Python; the ``.pxd`` file beside each gives the C types) into extension
+  modules. Every failure (no Cython, no C compiler, a compile error) is a warning: the
+  install succeeds and the module runs as Python, with the same output.
+  ``KAFKASNIFF_NO_COMPILE=1`` skips compiling; ``KAFKASNIFF_PURE_PYTHON=1`` at run time
+  ignores extension modules that are installed.
+* the wheel's ``kafkasniff/dissectors``: a copy of the repository's ``dissectors/`` (an
+  editable install reads ``dissectors/`` in place).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+
+from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
+from setuptools.command.build_py import build_py
+
+#: modules compiled to extension modules, each with a ``.pxd`` beside its ``.py``
+COMPILED = [
+    "kafkasniff.capture.packet",
+    "kafkasniff.capture.pcapfile",
+    "kafkasniff.tcp.reassembly",
+    "kafkasniff.protocol.framing",
+]
+
+#: Cython directives: Python semantics everywhere except where a .pxd declares C types
+#: (annotations are documentation only; integers stay Python integers unless declared)
+DIRECTIVES = {
+    "language_level": 3,
+    "annotation_typing": False,
+    "binding": True,
+    "embedsignature": True,
+    "always_allow_keywords": True,
+}
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _warn(message: str) -> None:
+    print(f"kafkasniff build: WARNING: {message}; the pure-Python modules will be used",
+          file=sys.stderr)
+
+
+def _extensions() -> list[Extension]:
+    if os.environ.get("KAFKASNIFF_NO_COMPILE", "").strip() not in ("", "0"):
+        print("kafkasniff build: KAFKASNIFF_NO_COMPILE is set: nothing compiled", file=sys.stderr)
+        return []
+    try:
+        from Cython.Build import cythonize
+    except ImportError as exc:
+        _warn(f"Cython is not available ({exc})")
+        return []
+    exts = [Extension(name, [os.path.join(*name.split(".")) + ".py"], optional=True)
+            for name in COMPILED]
+    try:
+        return cythonize(exts, compiler_directives=DIRECTIVES, quiet=True,
+                         nthreads=min(4, os.cpu_count() or 1))
+    except Exception as exc:  # noqa: BLE001 - any failure means: stay pure Python
+        _warn(f"Cython failed ({exc})")
+        return []
+
+
+class OptionalBuildExt(build_ext):
+    """``build_ext`` whose every failure (no compiler, a compile error) is a warning."""
+
+    def run(self) -> None:
+        try:
+            super().run()
+        except Exception as exc:  # noqa: BLE001
+            _warn(f"building the extension modules failed ({exc})")
+
+    def build_extension(self, ext: Extension) -> None:
+        try:
+            super().build_extension(ext)
+        except Exception as exc:  # noqa: BLE001
+            _warn(f"compiling {ext.name} failed ({exc})")
+
+
+class BuildPyWithDissectors(build_py):
+    """``build_py`` that also copies ``dissectors/`` to ``kafkasniff/dissectors``."""
+
+    def run(self) -> None:
+        super().run()
+        if getattr(self, "editable_mode", False):
+            return   # the package finds dissectors/ next to it (kafkasniff/protocol/schema.py)
+        src = os.path.join(HERE, "dissectors")
+        dst = os.path.join(self.build_lib, "kafkasniff", "dissectors")
+        if os.path.isdir(src):
+            shutil.rmtree(dst, ignore_errors=True)
+            shutil.copytree(src, dst)
+
+
+setup(
+    ext_modules=_extensions(),
+    cmdclass={"build_ext": OptionalBuildExt, "build_py": BuildPyWithDissectors},
+)

@@ -1,0 +1,118 @@
+"""The compiled hot path (issue 14, docs/compiled.md): the extension modules built at install
+time are the ones imported, ``KAFKASNIFF_PURE_PYTHON=1`` imports the ``.py`` sources instead,
+and both give byte-identical output on every capture in ``captures/``."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+import kafkasniff
+import kafkasniff.pipeline  # noqa: F401 - imports every module of the hot path
+from kafkasniff.capture.pcapfile import open_capture
+from kafkasniff.capture.packet import decode_packet
+from kafkasniff.capture.types import CapturedPacket, TcpSegment
+
+ROOT = Path(__file__).resolve().parent.parent
+CAPTURES = sorted(p for p in (ROOT / "captures").iterdir()
+                  if p.name.endswith((".pcap", ".pcapng", ".pcap.gz", ".pcapng.gz")))
+
+
+def _run(args: list[str], pure: bool) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k != "KAFKASNIFF_PURE_PYTHON"}
+    if pure:
+        env["KAFKASNIFF_PURE_PYTHON"] = "1"
+    return subprocess.run([sys.executable, *args], env=env, capture_output=True, timeout=120)
+
+
+_REPORT = ("import json, kafkasniff, kafkasniff.pipeline; "
+           "print(json.dumps([kafkasniff.compiled_available(), kafkasniff.compiled_modules()]))")
+
+
+def test_extension_modules_are_imported_when_present():
+    available, running = json.loads(_run(["-c", _REPORT], pure=False).stdout)
+    if not available:
+        pytest.skip("no compiled extension module installed (pure-Python install)")
+    # the pipeline imports every compiled module of the hot path
+    assert running == available
+
+
+def test_pure_python_switch_imports_the_sources():
+    available, running = json.loads(_run(["-c", _REPORT], pure=True).stdout)
+    assert running == []
+    probe = ("import kafkasniff.tcp.reassembly as m; print(m.__file__)")
+    assert _run(["-c", probe], pure=True).stdout.decode().strip().endswith("reassembly.py")
+
+
+def test_this_process_runs_what_the_environment_asked_for():
+    if kafkasniff.PURE_PYTHON:
+        assert kafkasniff.compiled_modules() == []
+    else:
+        assert kafkasniff.compiled_modules() == kafkasniff.compiled_available()
+
+
+def test_fast_constructed_values_equal_the_dataclass_constructors():
+    """The pcap loop and the packet fast path fill the frozen dataclasses' slots directly."""
+    with open_capture(ROOT / "captures" / "aiokafka.pcap") as src:
+        packets = list(src)
+    segments = [s for s in map(decode_packet, packets) if type(s) is TcpSegment]
+    assert packets and segments
+    for p in packets[:50]:
+        same = CapturedPacket(p.ts_ns, p.link_type, p.data, p.orig_len, p.interface_id)
+        assert p == same and hash(p) == hash(same) and repr(p) == repr(same)
+    for s in segments[:50]:
+        same = TcpSegment(s.ts_ns, s.src_ip, s.src_port, s.dst_ip, s.dst_port, s.seq, s.ack,
+                          s.flags, s.payload, s.missing_bytes)
+        assert s == same and hash(s) == hash(same) and repr(s) == repr(same)
+
+
+def _outputs(capture: Path, pure: bool) -> tuple[bytes, bytes]:
+    keylog = capture.with_suffix(".keylog")
+    extra = ["--tls-keylog", str(keylog)] if keylog.exists() else []
+    read = _run(["-m", "kafkasniff.cli", "read", "--json", *extra, str(capture)], pure)
+    stats = _run(["-m", "kafkasniff.cli", "stats", "--json", *extra, str(capture)], pure)
+    return (read.stdout + b"\nrc=%d\n" % read.returncode + read.stderr,
+            stats.stdout + b"\nrc=%d\n" % stats.returncode + stats.stderr)
+
+
+@pytest.mark.slow
+def test_compiled_and_pure_python_outputs_are_identical():
+    """``read --json`` and ``stats --json`` of every capture, compiled and pure Python."""
+    if not kafkasniff.compiled_available():
+        pytest.skip("no compiled extension module installed (pure-Python install)")
+    jobs = [(c, pure) for c in CAPTURES for pure in (False, True)]
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+        results = dict(zip(jobs, pool.map(lambda j: _outputs(*j), jobs)))
+    for capture in CAPTURES:
+        compiled, pure = results[(capture, False)], results[(capture, True)]
+        assert compiled[0] == pure[0], f"read --json differs on {capture.name}"
+        assert compiled[1] == pure[1], f"stats --json differs on {capture.name}"
+
+
+def test_a_stale_extension_module_in_a_source_tree_is_not_used(tmp_path):
+    """An extension module older than its .py or .pxd (edited since the build) is skipped;
+    without a .pxd beside it (an installed wheel) the extension module is always used."""
+    from importlib.machinery import EXTENSION_SUFFIXES
+
+    from kafkasniff import _SourceFinder
+
+    ext = tmp_path / ("mod" + EXTENSION_SUFFIXES[0])
+    py, pxd = tmp_path / "mod.py", tmp_path / "mod.pxd"
+    for f in (py, pxd, ext):
+        f.write_text("")
+    os.utime(py, (1000, 1000))
+    os.utime(pxd, (1000, 1000))
+    os.utime(ext, (2000, 2000))
+    assert not _SourceFinder._stale("kafkasniff.mod", [str(tmp_path)])
+    os.utime(pxd, (3000, 3000))
+    with pytest.warns(RuntimeWarning, match="newer than its compiled"):
+        assert _SourceFinder._stale("kafkasniff.mod", [str(tmp_path)])
+    pxd.unlink()
+    os.utime(py, (3000, 3000))
+    assert not _SourceFinder._stale("kafkasniff.mod", [str(tmp_path)])
