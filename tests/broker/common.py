@@ -418,22 +418,37 @@ def cut_by_close(cap) -> set[tuple[str, int]]:
     """(client, correlation_id) of the exchanges at the end of a connection the client closed
     (fin or rst) that have no complete response: the only ones whose response may be cut
     or missing (e.g. a long-polling Fetch answered after the consumer closed, and a Metadata
-    request sent behind it that the broker never read). ``cap``: anything with
-    ``exchanges`` and ``connections``."""
+    request sent behind it that the broker never read); on a connection still open when the
+    capture ended, the long-polls still waiting then (:func:`waiting_at_end`). ``cap``:
+    anything with ``exchanges`` and ``connections``."""
     by_conn: dict[str, list[Exchange]] = defaultdict(list)
     for ex in cap.exchanges:
         if ex.request is not None:
             by_conn[ex.client].append(ex)
+    end = max((s.last_ts_ns for s in cap.connections.values()), default=0)
     out = set()
     for client, exs in by_conn.items():
         summary = cap.connections.get(client)
-        if summary is None or summary.closed not in ("fin", "rst"):
+        if summary is None or summary.closed not in ("fin", "rst", "end_of_capture"):
             continue
         for ex in sorted(exs, key=lambda e: e.ts_ns, reverse=True):
             if complete(ex):
                 break
+            if summary.closed == "end_of_capture" and not waiting_at_end(ex, end):
+                break
             out.add((client, ex.correlation_id))
     return out
+
+
+def waiting_at_end(ex: Exchange, end_ns: int) -> bool:
+    """A Fetch or ShareFetch whose long-poll (``max_wait_ms``) was still running when the
+    capture's last packet was taken (a consumer that half-closed its connection with a
+    fetch outstanding: the broker answers, or closes, only when the wait is over)."""
+    body = ex.request.body if ex.request is not None else None
+    if ex.api_name not in ("Fetch", "ShareFetch") or not isinstance(body, dict):
+        return False
+    wait_ms = body.get("max_wait_ms")
+    return isinstance(wait_ms, int) and ex.ts_ns + wait_ms * 1_000_000 > end_ns
 
 
 def librdkafka_all_topics_metadata(ex: Exchange | None, i: DecodeIssue) -> bool:
