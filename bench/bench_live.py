@@ -190,15 +190,18 @@ def tcpdump_counts(lines: list[str]) -> dict:
 
 
 def kafkasniff_tool(ports: list[int], workers: int | None, buffer_mb: int = 64,
-                    extra: list[str] | None = None) -> Tool:
+                    extra: list[str] | None = None, pure: bool = False) -> Tool:
     argv = LIVE + ["-i", "lo", "--no-tui", "-B", str(buffer_mb), "--stats-every", "0.2"]
     for p in ports:
         argv += ["--port", str(p)]
     if workers:
         argv += ["--workers", str(workers)]
     # KAFKASNIFF_PROFILE=times: each process prints its CPU time when it ends
-    return Tool(argv + (extra or []), "kafkasniff: capturing on", "kafkasniff",
-                env={"KAFKASNIFF_PROFILE": "times"})
+    # pure: the decoders run the plain Python sources, not the compiled modules
+    env = {"KAFKASNIFF_PROFILE": "times"}
+    if pure:
+        env["KAFKASNIFF_PURE_PYTHON"] = "1"
+    return Tool(argv + (extra or []), "kafkasniff: capturing on", "kafkasniff", env=env)
 
 
 _SUMMARY = re.compile(r"(?P<ex>\d+) exchanges.*?; (?P<dec>\d+) packets decoded.*?captured "
@@ -402,6 +405,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--mock-seconds", type=float, default=6.0)
     ap.add_argument("--quick", action="store_true", help="3 s steps, fewer rates")
     ap.add_argument("--no-tcpdump", action="store_true")
+    ap.add_argument("--pure", action="store_true",
+                    help="also run kafkasniff as plain Python at each rate "
+                         "(KAFKASNIFF_PURE_PYTHON=1: the fallback without compiled modules)")
     ap.add_argument("--wait-quiet", type=float, default=120.0, metavar="S",
                     help="before each step, wait up to S s for other processes to go quiet "
                          "(the machine is shared); their load is recorded either way")
@@ -448,6 +454,13 @@ def main(argv: list[str] | None = None) -> int:
                                        tcpdump_counts, args.wait_quiet)
             row["kafkasniff"] = trial(kafkasniff_tool([9092], args.workers), part, rate,
                                       kafkasniff_counts, args.wait_quiet)
+            if args.pure:
+                row["pure"] = trial(kafkasniff_tool([9092], args.workers, pure=True), part,
+                                    rate, kafkasniff_counts, args.wait_quiet)
+                p = row["pure"]
+                print(f"  {rate:>7} pps: plain Python kafkasniff drops "
+                      f"{p['kernel_drops']}+{p['queue_drops']} decoded {p['decoded']}/"
+                      f"{p['sent']} kept up {p['kept_up']}", flush=True)
             steps.append(row)
             k = row["kafkasniff"]
             t = row.get("tcpdump", {})
@@ -458,15 +471,17 @@ def main(argv: list[str] | None = None) -> int:
                   f"{k['blaster_cores']}, others {k['other_cores']})  |  tcpdump drops "
                   f"{t.get('kernel_drops')} cpu {t.get('cpu_us_per_packet')} us/pkt",
                   flush=True)
-            fails = 0 if k["kept_up"] else fails + 1
+            fails = 0 if k["kept_up"] or row.get("pure", {}).get("kept_up") else fails + 1
             if fails >= 2 or k["sent_pps"] < 0.9 * rate:
                 break                   # twice behind, or the blaster is at its limit
         ok = [r["rate"] for r in steps if r["kafkasniff"]["kept_up"]]
+        pure_ok = [r["rate"] for r in steps if r.get("pure", {}).get("kept_up")]
         first_drop = next((r["rate"] for r in steps if not r["kafkasniff"]["zero_drops"]), None)
         td_ok = [r["rate"] for r in steps if r.get("tcpdump", {}).get("zero_drops")]
         results["profiles"][name] = {
             "frames": len(frames), "avg_frame_bytes": round(avg, 1), "steps": steps,
             "max_zero_drop_pps": max(ok) if ok else 0, "drops_begin_pps": first_drop,
+            "pure_max_zero_drop_pps": (max(pure_ok) if pure_ok else 0) if args.pure else None,
             "max_decode_pps": max(r["kafkasniff"]["decode_pps"] for r in steps),
             "tcpdump_max_zero_drop_pps": max(td_ok) if td_ok else 0}
         del frames
@@ -475,7 +490,9 @@ def main(argv: list[str] | None = None) -> int:
     for name, p in results["profiles"].items():
         print(f"{name}: kept up with zero drops up to {p['max_zero_drop_pps']} pps, drops "
               f"from {p['drops_begin_pps']} pps, decoded at most {p['max_decode_pps']} pps; "
-              f"tcpdump zero drops up to {p['tcpdump_max_zero_drop_pps']} pps")
+              f"tcpdump zero drops up to {p['tcpdump_max_zero_drop_pps']} pps"
+              + (f"; plain Python kept up to {p['pure_max_zero_drop_pps']} pps"
+                 if p.get("pure_max_zero_drop_pps") is not None else ""))
     return 0
 
 
