@@ -145,10 +145,16 @@ def unpaired(cap: BrokerCapture, status: Callable[[Exchange], str] = lambda ex:
     """The logged requests kafkasniff did not find with the broker's api_key, api_version,
     client_id and the expected ``status(exchange)``: ``(client port, correlation_id, got,
     want)`` each (empty when they all agree)."""
-    by_key = {_ids(ex): ex for ex in cap.exchanges}
+    # a client port can be used again by a later connection of the same run (ephemeral
+    # ports are reused): a key may name several exchanges, the logged one is among them
+    by_key: dict[tuple, list[Exchange]] = defaultdict(list)
+    for ex in cap.exchanges:
+        by_key[_ids(ex)].append(ex)
     problems = []
     for r in cap.logged:
-        ex = by_key.get((r.local_port, r.client_port, r.correlation_id))
+        found = by_key.get((r.local_port, r.client_port, r.correlation_id), [])
+        ex = next((e for e in found if (e.api_key, e.api_version, e.client_id) ==
+                   (r.api_key, r.api_version, r.client_id)), found[0] if found else None)
         got = None if ex is None else (ex.api_key, ex.api_version, ex.client_id, ex.status)
         want = (r.api_key, r.api_version, r.client_id,
                 None if ex is None else status(ex))
