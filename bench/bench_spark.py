@@ -3,7 +3,8 @@
 On the same large capture (``bench/data/big.pcap``, generated with ``make_big_capture.py``
 when missing), in the same run, each command as its own process:
 
-- ``kafkasniff export FILE -o DIR``                                  (baseline: one process)
+- ``kafkasniff export --jobs 1 FILE -o DIR``                         (baseline: one process)
+- ``kafkasniff export --jobs 2 FILE -o DIR``                         (two decoder processes)
 - ``kafkasniff spark decode FILE -o DIR --master local[1]``           (split + 1 task at a time)
 - ``kafkasniff spark decode FILE -o DIR --master local[2]``           (split + 2 tasks at a time)
 
@@ -81,7 +82,11 @@ def main(argv: list[str] | None = None) -> int:
     ks = str(VENV_BIN / "kafkasniff")
     env_cmd = [ks] if os.path.exists(ks) else [sys.executable, "-m", "kafkasniff.cli"]
     work = Path(tempfile.mkdtemp(prefix="kafkasniff-bench-spark-"))
-    commands = [("export (1 process)", env_cmd + ["export", str(args.capture), "-o"])]
+    # --jobs 1 is the single-process baseline (export's default is one decoder per core)
+    commands = [("export --jobs 1", env_cmd + ["export", "--jobs", "1", str(args.capture),
+                                               "-o"]),
+                ("export --jobs 2", env_cmd + ["export", "--jobs", "2", str(args.capture),
+                                               "-o"])]
     for cores in (1, 2):
         extra = ["--shards", str(args.shards)] if args.shards else []
         commands.append((f"spark decode local[{cores}]",
