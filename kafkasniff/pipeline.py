@@ -183,6 +183,16 @@ class PipelineStats:
                 "bytes": {k: v for k, v in sorted(self.bytes.items()) if v},
                 "budgets": self.budgets.to_dict()}
 
+    def account_source(self, accounting: dict) -> None:
+        """Add a capture file's own bytes (:meth:`PacketSource.accounting
+        <kafkasniff.capture.pcapfile.PacketSource.accounting>`: ``format``,
+        ``skipped_blocks``, ``damaged_records``, ``unread``, in bytes) to :attr:`bytes`."""
+        b = self.bytes
+        b["capture_format"] += accounting["format"]
+        b["pcapng_blocks"] += accounting["skipped_blocks"]
+        b["damaged_records"] += accounting["damaged_records"]
+        b["unread"] += accounting["unread"]
+
     def merge(self, other: "PipelineStats") -> None:
         """Add the counters of ``other`` (another decoder's share of the same capture, see
         :mod:`kafkasniff.parallel`). The time span and ``tls_secrets_blocks`` are left
@@ -380,7 +390,7 @@ class Pipeline:
             out = self._dispatch(events) if events else []
         if pkt.ts_ns >= self._next_expire_ns:
             self._next_expire_ns = pkt.ts_ns + EXPIRE_EVERY_NS
-            expired = self.expire(pkt.ts_ns)
+            expired = self._expire(pkt.ts_ns)
             if expired:
                 out.extend(expired)
         return out
@@ -391,6 +401,11 @@ class Pipeline:
         second of capture time (on any packet), unless ``external_clock``."""
         if self._closed:
             self._closed.clear()
+        return self._expire(ts_ns)
+
+    def _expire(self, ts_ns: int) -> list[Record]:
+        """:meth:`expire` within a :meth:`feed` call (the connections that call closed stay
+        known to :meth:`first_seen_ns`)."""
         expired = self._reassembler.expire(ts_ns)
         if not expired:
             return []
@@ -414,11 +429,7 @@ class Pipeline:
         """Add a capture file's own bytes (:meth:`PacketSource.accounting
         <kafkasniff.capture.pcapfile.PacketSource.accounting>`, read to its end) to
         :attr:`PipelineStats.bytes`; its packets' bytes were counted as they were fed."""
-        b = self.stats.bytes
-        b["capture_format"] += accounting["format"]
-        b["pcapng_blocks"] += accounting["skipped_blocks"]
-        b["damaged_records"] += accounting["damaged_records"]
-        b["unread"] += accounting["unread"]
+        self.stats.account_source(accounting)
 
     def _account_tcp(self) -> None:
         """TCP payload the reassembler did not deliver (retransmitted, ignored)."""

@@ -120,3 +120,21 @@ def test_every_captured_byte_is_decoded_or_skipped_with_a_reason():
         ledger = pipe.stats.bytes
         assert set(ledger) <= set(DECODED_BYTES) | set(SKIPPED_BYTES), set(ledger)
         assert sum(ledger.values()) == total, (path.name, dict(ledger))
+
+
+def test_a_connection_closed_by_the_packet_that_looks_for_idle_ones_stays_placed():
+    # the packet that ends a connection is also where (once per second of capture time) the
+    # pipeline looks for idle connections: first_seen_ns must still know the connection
+    # (the rows export writes for its last records are keyed by it)
+    t0 = 10**18
+    c, b = b"\x0a\x00\x00\x01", b"\x0a\x00\x00\x02"
+    segs = [(c, b, 40000, 9092, 1000, 0, 0x02, t0),
+            (b, c, 9092, 40000, 5000, 1001, 0x12, t0 + 1000),
+            (c, b, 40000, 9092, 1001, 5001, 0x10, t0 + 2000),
+            (c, b, 40000, 9092, 1001, 5001, 0x14, t0 + 2 * 10**9)]   # RST, 2 s later
+    pipe = Pipeline(PipelineOptions(meta_records=True))
+    for src, dst, sp, dp, seq, ack, flags, ts in segs:
+        frame = ether(ipv4(src, dst, tcp_header(sp, dp, seq, ack, flags)))
+        out = pipe.feed(CapturedPacket(ts, 1, frame, len(frame)))
+    assert any(getattr(r, "closed", None) == "rst" for r in out)
+    assert pipe.first_seen_ns(0) == t0

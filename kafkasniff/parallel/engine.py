@@ -283,12 +283,7 @@ class _Run:
                 for j, issue in enumerate(packets.issues):
                     st.issues[issue.kind] += 1
                     self.own.append(((max(idx, 0), 2, 0, j), ("f", issue, capture, None, ts)))
-                acc = packets.accounting()
-                b = st.bytes
-                b["capture_format"] += acc["format"]
-                b["pcapng_blocks"] += acc["skipped_blocks"]
-                b["damaged_records"] += acc["damaged_records"]
-                b["unread"] += acc["unread"]
+                st.account_source(packets.accounting())
         st.first_ts_ns = first_ts
         st.last_ts_ns = ts
         self.broadcast(pack(ts, 0, 0, END, max(idx, 0)))

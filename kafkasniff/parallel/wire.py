@@ -10,8 +10,10 @@ clock: the index of the last packet it had read when it sent the batch) and reco
   capture time, after packet ``index``: the clock ``--jobs 1`` expires on);
 * :data:`SECRETS` - a pcapng Decryption Secrets Block: ``<u32 type>`` + its data;
 * :data:`SOURCE` - the capture file the next packets come from (its name, UTF-8);
-* :data:`END` - no more packets; ``ts_ns`` is the last packet's time;
-* :data:`CONTROL` - a pickled :class:`Control`.
+* :data:`END` - no more packets; ``ts_ns`` is the last packet's time.
+
+Reader -> decoder ``i``, apart from the batches (so that they do not wait behind them): a
+pickled :class:`Control` per message in decoder ``i``'s control channel.
 
 Decoder -> reader: pickled tuples on a pipe (:class:`multiprocessing.connection.Connection`):
 ``("progress", wid, clock, opens, learned, items, done_upto)``, ``("done", wid, stats,
@@ -29,7 +31,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field
 
-__all__ = ["CONTROL", "Control", "END", "END_INDEX", "SECRETS", "SOURCE", "TICK",
+__all__ = ["Control", "END", "END_INDEX", "SECRETS", "SOURCE", "TICK",
            "batch_header", "record_header"]
 
 #: ``<u64 clock>``: every packet up to this index that belongs to the decoder is in this
@@ -44,7 +46,6 @@ TICK = -1
 SECRETS = -2
 SOURCE = -3
 END = -4
-CONTROL = -5
 
 #: the packet index of what the end of the capture produces (after every packet)
 END_INDEX = 1 << 62

@@ -400,9 +400,4 @@ class _Decoder:
     def first_learnt(self, rec: TopicName, idx: int) -> bool:
         """Whether ``--jobs 1`` lists this learning (the topic id's name changed, or it is
         new) rather than only another decoder's earlier one."""
-        best = -1
-        name = None
-        for i, n in self.known.get(rec.topic_id, ()):
-            if best < i < idx:
-                best, name = i, n
-        return name != rec.name
+        return self.name_before(rec.topic_id, idx) != rec.name
