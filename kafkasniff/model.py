@@ -279,6 +279,11 @@ class Exchange:
         topic_ids: topic ids carried by the exchange itself.
         wire_format: the :class:`WireFormat` it was decoded in.
         tls: the :class:`TlsSession` it was decrypted from, ``None`` for plaintext.
+        long_poll: the broker held the response by design (a Fetch that waited out
+            ``max_wait_ms`` with nothing to return, a JoinGroup held for the rebalance ...):
+            its latency is waiting, not slowness, and stays out of the default latency
+            percentiles (docs/long-polls.md).
+        long_poll_rule: the name of the rule that marked it (``None`` when not a long-poll).
     """
 
     conn_id: int
@@ -305,6 +310,8 @@ class Exchange:
     topic_ids: tuple[str, ...] = ()
     wire_format: WireFormat = WireFormat.KAFKA
     tls: TlsSession | None = None
+    long_poll: bool = False
+    long_poll_rule: str | None = None
 
     @property
     def ts_ns(self) -> int:
