@@ -460,7 +460,8 @@ def exchange_rows(ex: Exchange, capture: str, conn_key: str, *, defs=None,
                                               "tls_sni": ex.tls.sni}),
            "issue_kinds": list(dict.fromkeys(str(i.kind) for i in ex.issues)),
            "issue_count": len(ex.issues),
-           "request_json": body_json(q), "response_json": body_json(r)}
+           "request_json": body_json(q), "response_json": body_json(r),
+           "long_poll": ex.long_poll, "long_poll_rule": ex.long_poll_rule}
     s = ex.records
     if s is not None:
         row.update(_record_summary_columns(s))

@@ -152,6 +152,13 @@ _SPECS: dict[str, list[tuple[str, str, str]]] = {
                                    "secrets redacted, records fields as their batch headers "
                                    "without records); null when not captured or not decodable"),
         ("response_json", "string", "the decoded response body as JSON, the same way"),
+        ("long_poll", "bool", "the broker held the response by design (a Fetch that waited out "
+                              "`max_wait_ms` with nothing to return, a JoinGroup held for the "
+                              "rebalance ...): waiting, not slowness (docs/long-polls.md); null "
+                              "in files written before the column existed"),
+        ("long_poll_rule", "string", "the rule that marked the long-poll (`fetch_max_wait`, "
+                                     "`share_fetch_max_wait`, `join_group_held`, "
+                                     "`sync_group_follower`, `produce_timeout`), else null"),
     ],
     "partitions": _COMMON + [
         _EXCHANGE_ID,

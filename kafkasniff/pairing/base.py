@@ -19,6 +19,7 @@ from kafkasniff.content import redaction
 from kafkasniff.content.budgets import Budgets
 from kafkasniff.content.frames import ContentDecoder, DecodedFrame
 from kafkasniff.content.redaction import is_redacted, redacted_body
+from kafkasniff.content.waits import WAIT_APIS, long_poll_rule
 from kafkasniff.issues import IssueKind, Severity
 from kafkasniff.model import DecodeIssue, Exchange, Message
 from kafkasniff.protocol.compression import DEFAULT_MAX_BYTES
@@ -312,7 +313,8 @@ class PairingConnection:
                   correlation_id: int, client_id: str | None, request: Message | None,
                   response: Message | None, issues: list, **fields) -> Exchange:
         """An :class:`~kafkasniff.model.Exchange` of this connection (latency from the
-        request's last byte to the response's first); ``fields`` set the optional ones."""
+        request's last byte to the response's first; ``long_poll`` set by
+        :func:`kafkasniff.content.waits.long_poll_rule`); ``fields`` set the optional ones."""
         latency = None
         if request is not None and response is not None:
             latency = response.first_ts_ns - request.last_ts_ns
@@ -322,6 +324,12 @@ class PairingConnection:
             for name in ("records", "topics", "wire_topics", "topic_ids"):
                 fields.pop(name, None)
             fields.pop("record_fields", None)
+        elif api_key in WAIT_APIS and latency is not None:
+            rule = long_poll_rule(api_key, request.body, response.body, latency,
+                                  fields.get("records"))
+            if rule is not None:
+                fields["long_poll"] = True
+                fields["long_poll_rule"] = rule
         self.exchanges += 1
         return Exchange(self.tcp.conn_id, self.client, self.broker, status, api_key, api_name,
                         api_version, correlation_id, client_id, request, response, latency,

@@ -42,15 +42,18 @@ class Row:
     """Counters of one row (one API, client_id, broker or topic).
 
     Attributes: ``count`` exchanges, ``statuses`` by status, ``errors`` (error name ->
-    exchanges with it), ``error_exchanges``, ``latency`` sketch (ns, paired only; negative
-    latencies counted as 0), ``min_ns`` / ``max_ns`` of those (``min_ns`` -1 before the
-    first), ``throttled`` (exchanges with throttle_time_ms > 0), ``throttle_total_ms``,
-    ``throttle_max_ms``, ``request_bytes``, ``response_bytes`` (frames on the wire).
+    exchanges with it), ``error_exchanges``, ``latency`` sketch (ns, paired exchanges that
+    are not long-polls; negative latencies counted as 0), ``min_ns`` / ``max_ns`` of those
+    (``min_ns`` -1 before the first), ``long_polls`` (paired exchanges the broker held by
+    design, :mod:`kafkasniff.content.waits`) with their own ``long_poll_latency`` sketch
+    (``None`` before the first) and ``long_poll_max_ns``, ``throttled`` (exchanges with
+    throttle_time_ms > 0), ``throttle_total_ms``, ``throttle_max_ms``, ``request_bytes``,
+    ``response_bytes`` (frames on the wire).
     """
 
     __slots__ = ("count", "statuses", "errors", "error_exchanges", "latency", "max_ns", "min_ns",
-                 "throttled", "throttle_total_ms", "throttle_max_ms", "request_bytes",
-                 "response_bytes")
+                 "long_polls", "long_poll_latency", "long_poll_max_ns", "throttled",
+                 "throttle_total_ms", "throttle_max_ms", "request_bytes", "response_bytes")
 
     def __init__(self) -> None:
         self.count = 0
@@ -60,6 +63,9 @@ class Row:
         self.latency = new_sketch()
         self.max_ns = 0
         self.min_ns = -1
+        self.long_polls = 0
+        self.long_poll_latency: LogCollapsingLowestDenseDDSketch | None = None
+        self.long_poll_max_ns = 0
         self.throttled = 0
         self.throttle_total_ms = 0
         self.throttle_max_ms = 0
@@ -76,11 +82,14 @@ class Row:
                 self.errors[e] += 1
         if ex.status == ExchangeStatus.PAIRED and ex.latency_ns is not None:
             lat = ex.latency_ns if ex.latency_ns > 0 else 0
-            self.latency.add(lat)
-            if lat > self.max_ns:
-                self.max_ns = lat
-            if self.min_ns < 0 or lat < self.min_ns:
-                self.min_ns = lat
+            if ex.long_poll:
+                self._add_long_poll(lat)
+            else:
+                self.latency.add(lat)
+                if lat > self.max_ns:
+                    self.max_ns = lat
+                if self.min_ns < 0 or lat < self.min_ns:
+                    self.min_ns = lat
         t = ex.throttle_time_ms
         if t:
             self.throttled += 1
@@ -89,6 +98,15 @@ class Row:
                 self.throttle_max_ms = t
         self.request_bytes += ex.request_bytes
         self.response_bytes += ex.response_bytes
+
+    def _add_long_poll(self, lat: int) -> None:
+        """Count one long-poll's latency (ns) apart from the served exchanges'."""
+        self.long_polls += 1
+        if self.long_poll_latency is None:
+            self.long_poll_latency = new_sketch()
+        self.long_poll_latency.add(lat)
+        if lat > self.long_poll_max_ns:
+            self.long_poll_max_ns = lat
 
     def merge(self, other: "Row") -> None:
         """Add the counts of ``other`` (the same row from another decoder); the latency
@@ -102,6 +120,12 @@ class Row:
             self.max_ns = max(self.max_ns, other.max_ns)
             if self.min_ns < 0 or 0 <= other.min_ns < self.min_ns:
                 self.min_ns = other.min_ns
+        if other.long_poll_latency is not None:
+            self.long_polls += other.long_polls
+            if self.long_poll_latency is None:
+                self.long_poll_latency = new_sketch()
+            self.long_poll_latency.merge(other.long_poll_latency)
+            self.long_poll_max_ns = max(self.long_poll_max_ns, other.long_poll_max_ns)
         self.throttled += other.throttled
         self.throttle_total_ms += other.throttle_total_ms
         self.throttle_max_ms = max(self.throttle_max_ms, other.throttle_max_ms)
@@ -119,6 +143,14 @@ class Row:
             return None
         return max(self.min_ns, min(self.max_ns, int(round(v))))
 
+    def long_poll_quantile_ns(self, q: float) -> int | None:
+        """Latency quantile of the long-polls in ns (``None`` without any), within 1 % and
+        at most their maximum."""
+        if self.long_poll_latency is None or self.long_poll_latency.count == 0:
+            return None
+        v = self.long_poll_latency.get_quantile_value(q)
+        return None if v is None else min(self.long_poll_max_ns, int(round(v)))
+
     def to_dict(self) -> dict:
         """JSON-ready summary of the row."""
         paired = int(self.latency.count)
@@ -132,6 +164,10 @@ class Row:
             "latency_p90_ns": self.quantile_ns(0.9),
             "latency_p99_ns": self.quantile_ns(0.99),
             "latency_max_ns": self.max_ns if paired else None,
+            "long_polls": self.long_polls,
+            "long_poll_p50_ns": self.long_poll_quantile_ns(0.5),
+            "long_poll_p99_ns": self.long_poll_quantile_ns(0.99),
+            "long_poll_max_ns": self.long_poll_max_ns if self.long_polls else None,
             "throttled": self.throttled,
             "throttle_total_ms": self.throttle_total_ms,
             "throttle_max_ms": self.throttle_max_ms,

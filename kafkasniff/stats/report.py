@@ -49,14 +49,17 @@ def render_table(title: str, header: list[str], rows: list[list[str]]) -> str:
 def _rows(table: dict, top: int) -> list[list[str]]:
     return [[str(key), str(r["count"]), str(r["error_exchanges"]), _errors(r["errors"]),
              _ms(r["latency_p50_ns"]), _ms(r["latency_p90_ns"]), _ms(r["latency_p99_ns"]),
-             _ms(r["latency_max_ns"]), str(r["throttled"]), str(r["throttle_total_ms"]),
+             _ms(r["latency_max_ns"]), str(r["long_polls"]), _ms(r["long_poll_p50_ns"]),
+             str(r["throttled"]), str(r["throttle_total_ms"]),
              str(r["throttle_max_ms"]), _bytes(r["request_bytes"]), _bytes(r["response_bytes"])]
             for key, r in list(table.items())[:top]]
 
 
-# the columns of every table after its key column, in the order of _rows
-COLUMNS = ["count", "err", "errors by name", "p50 ms", "p90 ms", "p99 ms", "max ms", "thr",
-           "thr total ms", "thr max ms", "req bytes", "resp bytes"]
+# the columns of every table after its key column, in the order of _rows (the latency
+# columns leave long-polls out; they have their own count and median)
+COLUMNS = ["count", "err", "errors by name", "p50 ms", "p90 ms", "p99 ms", "max ms",
+           "long-polls", "lp p50 ms", "thr", "thr total ms", "thr max ms", "req bytes",
+           "resp bytes"]
 
 
 def render_report(report: dict, pipeline_stats: dict | None = None, top: int = 20) -> str:
@@ -66,7 +69,8 @@ def render_report(report: dict, pipeline_stats: dict | None = None, top: int = 2
     ``report`` is :meth:`~kafkasniff.stats.aggregate.Aggregator.to_dict`; ``pipeline_stats``
     (optional) has the ``packets``, ``kafka_connections``, ``other_connections`` and
     ``skipped`` (reason -> packets) counts of :class:`kafkasniff.pipeline.PipelineStats`.
-    Latencies are shown in ms.
+    Latencies are shown in ms; the percentiles are of served exchanges, long-polls
+    (:mod:`kafkasniff.content.waits`) are counted apart.
     """
     parts = []
     for title, key, label in (("Per API", "apis", "api"), ("Per client_id", "clients", "client_id"),
@@ -89,7 +93,10 @@ def render_report(report: dict, pipeline_stats: dict | None = None, top: int = 2
     t = report["total"]
     summary = (f"{t['count']} exchanges, {t['error_exchanges']} with errors, "
                f"p50 {_ms(t['latency_p50_ns'])} ms, p99 {_ms(t['latency_p99_ns'])} ms, "
-               f"max {_ms(t['latency_max_ns'])} ms, {t['throttled']} throttled "
+               f"max {_ms(t['latency_max_ns'])} ms"
+               + (f" ({t['long_polls']} long-polls apart, p50 {_ms(t['long_poll_p50_ns'])} ms)"
+                  if t["long_polls"] else "")
+               + f", {t['throttled']} throttled "
                f"(latency quantiles within {RELATIVE_ACCURACY:.0%} relative error, DDSketch)")
     if pipeline_stats:
         summary += (f"; {pipeline_stats['packets']} packets, "

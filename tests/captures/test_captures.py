@@ -178,6 +178,9 @@ def golden_lines(d) -> list[str]:
     """One compact JSON line per exchange and per standalone issue."""
     out = []
     for ex in d.exchanges:
+        # the long-poll rule only where one matched: the lines of other exchanges stay as
+        # they were before long-polls were told apart
+        lp = {"long_poll": ex.long_poll_rule} if ex.long_poll else {}
         out.append(json.dumps({
             "ts_ns": ex.ts_ns, "client": ex.client, "broker": ex.broker, "api": ex.api_name,
             "v": ex.api_version, "corr": ex.correlation_id, "client_id": ex.client_id,
@@ -186,7 +189,7 @@ def golden_lines(d) -> list[str]:
             "errors": list(ex.errors), "throttle_ms": ex.throttle_time_ms,
             "topics": list(ex.topics), "issues": [i.kind for i in ex.issues],
             "request": _digest(ex.request.body) if ex.request else None,
-            "response": _digest(ex.response.body) if ex.response else None,
+            "response": _digest(ex.response.body) if ex.response else None, **lp,
         }, sort_keys=False))
     for i in d.issues:
         out.append(json.dumps({"issue": i.kind, "ts_ns": i.ts_ns, "message": i.message}))

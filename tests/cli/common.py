@@ -16,7 +16,7 @@ KAFKASNIFF = [sys.executable, "-m", "kafkasniff.cli"]
 JSON_KEYS = {"type", "ts_ns", "connection", "api_key", "api_name", "api_version",
              "correlation_id", "client_id", "status", "latency_ns", "request_bytes",
              "response_bytes", "errors", "throttle_time_ms", "topics", "request", "response",
-             "issues", "inferred", "assumed_version"}
+             "issues", "inferred", "assumed_version", "long_poll", "long_poll_rule"}
 
 
 def run(*args, input=None):

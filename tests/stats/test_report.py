@@ -67,8 +67,9 @@ def test_api_rows_match_the_exchanges(report, decoded):
         cells = row_of(text, "Per API", name)
         assert cells[1] == str(len(exs))
         assert cells[2] == str(sum(1 for e in exs if e.errors))
-        lat = [e.latency_ns for e in exs if e.status == "paired"]
+        lat = [e.latency_ns for e in exs if e.status == "paired" and not e.long_poll]
         assert cells[7] == (f"{max(lat) / 1e6:.2f}" if lat else "-")
+        assert cells[8] == str(sum(1 for e in exs if e.long_poll))
     produce = row_of(text, "Per API", "Produce")
     errs = Counter(err for e in by_api["Produce"] for err in e.errors)
     assert produce[3] == ", ".join(f"{k}:{v}" for k, v in errs.most_common())
