@@ -32,3 +32,14 @@ def test_headless_commands_do_not_import_textual():
             "'kafkasniff.live', 'kafkasniff.spark') if m in sys.modules]; "
             "assert not bad, bad")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_python_dash_m_kafkasniff_is_the_command():
+    """``python -m kafkasniff`` runs the same command as the ``kafkasniff`` script."""
+    res = subprocess.run([sys.executable, "-m", "kafkasniff", "stats", "--json", str(PC)],
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout == run("stats", "--json", PC).stdout
+    res = subprocess.run([sys.executable, "-m", "kafkasniff", "--help"], capture_output=True,
+                         text=True, timeout=60)
+    assert res.stdout.startswith("Usage: kafkasniff ")
