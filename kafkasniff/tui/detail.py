@@ -26,6 +26,7 @@ from kafkasniff.content.frames import ContentDecoder, DecodedFrame
 from kafkasniff.content.records import summarize
 from kafkasniff.content.redaction import redacted_body
 from kafkasniff.content.sasl import REDACTED_APIS, Redacted, is_secret_api
+from kafkasniff.content.waits import WAIT_APIS, long_poll_rule
 from kafkasniff.model import DecodeIssue, Exchange, ExchangeStatus, Message, WireFormat
 from kafkasniff.protocol.apis import SASL_TOKEN
 from kafkasniff.protocol.headers import request_header_version, response_header_version
@@ -313,12 +314,19 @@ def decode_exchange(content: ContentDecoder, info, request: bytes | None,
                            info.resp_seq)
     located = (req_side.frame.located if req_side else ()) + \
         (resp_side.frame.located if resp_side else ())
+    records = summarize(list(located))
+    paired_latency = latency if info.status == ExchangeStatus.PAIRED else None
+    # the same rule as when the exchange was first paired, on the bodies decoded again
+    rule = None
+    if req_msg is not None and resp_msg is not None and api_key in WAIT_APIS:
+        rule = long_poll_rule(api_key, req_msg.body, resp_msg.body, paired_latency, records)
     ex = Exchange(info.conn_id, info.client, info.broker, info.status, api_key, info.api_name,
                   version, info.correlation_id, info.client_id, req_msg, resp_msg,
-                  latency if info.status == ExchangeStatus.PAIRED else None, info.errors,
+                  paired_latency, info.errors,
                   info.throttle_time_ms, info.topics, info.inferred,
-                  info.extra.get("assumed_version"), tuple(issues), summarize(list(located)),
-                  located, wire_format=info.wire_format)
+                  info.extra.get("assumed_version"), tuple(issues), records,
+                  located, wire_format=info.wire_format, long_poll=rule is not None,
+                  long_poll_rule=rule)
     frames = {}
     for name, side, data, missing in (("request", req_side, whole_request, request_missing),
                                       ("response", resp_side, whole_response,
