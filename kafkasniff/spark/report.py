@@ -26,7 +26,9 @@ than about ``accuracy`` the summary keeps every value and the answer is the exac
 that rank (an off-by-one rank is possible where the merge of partial summaries rounds).
 ``kafkasniff stats`` uses DDSketch instead: a value within 1 % *relative value* error of the
 sample at rank ``floor(p * (n - 1))``. The two agree to within those bounds (a test checks it
-on every capture). Maximum latencies are exact (``max``).
+on every capture). Maximum latencies are exact (``max``). Like ``stats``, the percentiles
+and maxima are of the served exchanges: long-polls (``long_poll``, docs/long-polls.md) are
+counted apart (``long_polls``, ``long_poll_p50_ns``).
 """
 
 from __future__ import annotations
@@ -161,6 +163,14 @@ def register_views(spark, root: str | os.PathLike[str], fmt: str | None = None) 
 
 # ---------------------------------------------------------------------------- reports
 
+# the latency of a paired exchange the broker answered when it could (long-polls, which waited
+# by design, are apart: docs/long-polls.md); files written before the column read it as null
+SERVED_LATENCY = ("CASE WHEN status = 'paired' AND NOT coalesce(long_poll, false) "
+                  "THEN greatest(latency_ns, 0) END")
+LONG_POLL_LATENCY = ("CASE WHEN status = 'paired' AND coalesce(long_poll, false) "
+                     "THEN greatest(latency_ns, 0) END")
+
+
 def _latency_sql(source: str, key_sql: str, key_name: str) -> str:
     qs = ", ".join(str(q) for q in QUANTILES)
     return f"""
@@ -168,9 +178,11 @@ def _latency_sql(source: str, key_sql: str, key_name: str) -> str:
                count(*) AS exchanges,
                count_if(error_count > 0) AS error_exchanges,
                count_if(status = 'paired' AND latency_ns IS NOT NULL) AS paired,
-               percentile_approx(CASE WHEN status = 'paired' THEN greatest(latency_ns, 0) END,
-                                 array({qs}), {PERCENTILE_ACCURACY}) AS _p,
-               max(CASE WHEN status = 'paired' THEN greatest(latency_ns, 0) END) AS max_ns,
+               percentile_approx({SERVED_LATENCY}, array({qs}), {PERCENTILE_ACCURACY}) AS _p,
+               max({SERVED_LATENCY}) AS max_ns,
+               count({LONG_POLL_LATENCY}) AS long_polls,
+               percentile_approx({LONG_POLL_LATENCY}, 0.5, {PERCENTILE_ACCURACY})
+                 AS long_poll_p50_ns,
                count_if(throttle_time_ms > 0) AS throttled,
                coalesce(sum(CASE WHEN throttle_time_ms > 0 THEN throttle_time_ms END), 0)
                  AS throttle_total_ms,
@@ -184,7 +196,7 @@ def _latency_report(spark, source: str, key_sql: str, key_name: str):
     df = spark.sql(_latency_sql(source, key_sql, key_name))
     return (df.selectExpr(key_name, "exchanges", "error_exchanges", "paired",
                           "_p[0] AS p50_ns", "_p[1] AS p90_ns", "_p[2] AS p99_ns", "max_ns",
-                          "throttled", "throttle_total_ms", "request_bytes", "response_bytes")
+                          "long_polls", "long_poll_p50_ns", "throttled", "throttle_total_ms", "request_bytes", "response_bytes")
             .orderBy("exchanges", ascending=False))
 
 

@@ -7,8 +7,11 @@ finished ``.part-...inprogress`` file into place, and the stream ignores names s
 ``ts`` (the request's first byte) and are grouped in tumbling windows (one minute) per API::
 
     window_start, window_end, api_name, exchanges, error_exchanges, paired,
-    p50_ns, p99_ns (percentile_approx, accuracy 10 000), max_ns,
+    p50_ns, p99_ns (percentile_approx, accuracy 10 000), max_ns, long_polls,
     throttled (exchanges with throttle_time_ms > 0), throttle_total_ms
+
+The percentiles and maximum are of the served exchanges: long-polls (``long_poll``,
+docs/long-polls.md) are only counted, as in ``stats`` and ``spark report``.
 
 Output modes: ``update`` (default: each micro-batch prints the windows it changed) or
 ``append`` (a window is printed once, when the watermark passes its end, i.e. final). The
@@ -44,7 +47,8 @@ from typing import Callable
 __all__ = ["WATCH_COLUMNS", "run_watch", "windowed_aggregates"]
 
 WATCH_COLUMNS = ("window_start", "window_end", "api_name", "exchanges", "error_exchanges",
-                 "paired", "p50_ns", "p99_ns", "max_ns", "throttled", "throttle_total_ms")
+                 "paired", "p50_ns", "p99_ns", "max_ns", "long_polls", "throttled",
+                 "throttle_total_ms")
 
 
 def windowed_aggregates(spark, root: str, *, watermark: str = "10 minutes",
@@ -61,14 +65,18 @@ def windowed_aggregates(spark, root: str, *, watermark: str = "10 minutes",
     stream = (spark.readStream.schema(spark_ddl("exchanges"))
               .option("maxFilesPerTrigger", max_files_per_trigger)
               .parquet(str(src)))
-    paired_lat = F.when(F.col("status") == "paired", F.greatest(F.col("latency_ns"), F.lit(0)))
+    paired = F.col("status") == "paired"
+    long_poll = F.coalesce(F.col("long_poll"), F.lit(False))
+    paired_lat = F.when(paired, F.greatest(F.col("latency_ns"), F.lit(0)))
+    served_lat = F.when(paired & ~long_poll, F.greatest(F.col("latency_ns"), F.lit(0)))
     agg = (stream.withWatermark("ts", watermark)
            .groupBy(F.window("ts", window).alias("w"), F.col("api_name"))
            .agg(F.count(F.lit(1)).alias("exchanges"),
                 F.count_if(F.col("error_count") > 0).alias("error_exchanges"),
                 F.count(paired_lat).alias("paired"),
-                F.percentile_approx(paired_lat, [0.5, 0.99], PERCENTILE_ACCURACY).alias("_p"),
-                F.max(paired_lat).alias("max_ns"),
+                F.percentile_approx(served_lat, [0.5, 0.99], PERCENTILE_ACCURACY).alias("_p"),
+                F.max(served_lat).alias("max_ns"),
+                F.count_if(paired & long_poll).alias("long_polls"),
                 F.count_if(F.col("throttle_time_ms") > 0).alias("throttled"),
                 F.coalesce(F.sum(F.when(F.col("throttle_time_ms") > 0,
                                         F.col("throttle_time_ms"))), F.lit(0))
@@ -76,7 +84,7 @@ def windowed_aggregates(spark, root: str, *, watermark: str = "10 minutes",
     return agg.select(F.col("w.start").alias("window_start"), F.col("w.end").alias("window_end"),
                       "api_name", "exchanges", "error_exchanges", "paired",
                       F.col("_p")[0].alias("p50_ns"), F.col("_p")[1].alias("p99_ns"),
-                      "max_ns", "throttled", "throttle_total_ms")
+                      "max_ns", "long_polls", "throttled", "throttle_total_ms")
 
 
 def run_watch(spark, root: str, *, watermark: str = "10 minutes", window: str = "1 minute",

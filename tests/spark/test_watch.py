@@ -55,8 +55,10 @@ def expected(rows: list[dict]) -> dict:
         groups[(r["ts"].replace(second=0, microsecond=0), r["api_name"])].append(r)
     out = {}
     for k, rs in groups.items():
-        lat = sorted(max(r["latency_ns"], 0) for r in rs if r["status"] == "paired")
-        out[k] = (len(rs), sum(1 for r in rs if r["error_count"] > 0), len(lat),
+        paired = sum(1 for r in rs if r["status"] == "paired")
+        lat = sorted(max(r["latency_ns"], 0) for r in rs
+                     if r["status"] == "paired" and not r["long_poll"])
+        out[k] = (len(rs), sum(1 for r in rs if r["error_count"] > 0), paired,
                   lat[-1] if lat else None, sum(1 for r in rs if (r["throttle_time_ms"] or 0) > 0),
                   sum(r["throttle_time_ms"] for r in rs if (r["throttle_time_ms"] or 0) > 0), lat)
     return out
@@ -122,7 +124,7 @@ def test_watch_command(spark, watch_dir, tmp_path) -> None:
     header = [line for line in res.output.splitlines() if line.startswith("window_start")][0]
     assert header.split()[:3] == ["window_start", "window_end", "api_name"]
     assert "Fetch" in res.output and "p99 ms" in res.output
-    assert len(WATCH_COLUMNS) == 11
+    assert len(WATCH_COLUMNS) == 12 and "long_polls" in WATCH_COLUMNS
     # the checkpoint remembers the files: a second run has nothing new to print
     again = CliRunner().invoke(spark_group, args)
     assert again.exit_code == 0, again.output
