@@ -14,6 +14,8 @@ import threading
 import time
 import urllib.request
 
+import pytest
+
 from tests.cli.common import run
 from tests.live.helpers import LIVE, READY, broker_ports, port_args
 
@@ -107,3 +109,22 @@ def test_port_in_use_fails_before_capture():
     assert p.stderr.count("\n") == 1
     assert p.stderr.startswith(f"kafkasniff: error: --metrics-port {port}")
     assert "in use" in p.stderr and p.stdout == ""
+
+
+def test_server_on_ipv6_loopback_answers_scrapes():
+    from kafkasniff.metrics.server import LiveMetrics
+
+    try:
+        m = LiveMetrics("::1", 0)
+    except OSError as exc:
+        pytest.skip(f"no IPv6 loopback here: {exc}")
+    try:
+        m.runtime = lambda: {"packets_decoded": 3, "issues": {"tcp_gap": 1}}
+        m.serve()
+        assert m.url.startswith("http://[::1]:")
+        _, text = scrape(m.url)
+        s = parse_openmetrics(text)
+        assert sum_by(s, "kafkasniff_packets_decoded_total") == 3
+        assert sum_by(s, "kafkasniff_issues_total", "kind") == {"tcp_gap": 1}
+    finally:
+        m.close()

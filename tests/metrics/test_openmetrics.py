@@ -235,3 +235,24 @@ def test_unwritable_file_is_a_one_line_error(tmp_path):
     assert res.exit_code == 2
     assert res.output.count("\n") == 1 and "--openmetrics" in res.output
     assert not list(tmp_path.iterdir())
+
+
+def test_collector_caps_decoders_counts_and_counts_what_it_folds():
+    """With a cap of 1, the collector keeps one client_id and one broker of what decoders
+    send (each counted up to their own, higher cap) and counts every folded exchange."""
+    exchanges = decode_capture(ERR).exchanges
+    merged = ExchangeMetrics(max_values=1)
+    decoders = [ExchangeMetrics(**merged.settings(), decoder=True) for _ in range(2)]
+    for ex in exchanges:
+        decoders[ex.conn_id % 2].add(ex)
+    for d in decoders:
+        merged.merge(d.take_delta())
+    s = parse_openmetrics(openmetrics_text(merged).decode())
+    clients = sum_by(s, "kafkasniff_exchanges_total", "client_id")
+    brokers = sum_by(s, "kafkasniff_exchanges_total", "broker")
+    assert len(clients) == len(brokers) == 2 and OTHER in clients and OTHER in brokers
+    assert sum(clients.values()) == sum(brokers.values()) == len(exchanges)
+    capped = sum_by(s, "kafkasniff_metrics_capped_total", "label")
+    assert capped == {"client_id": clients[OTHER], "broker": brokers[OTHER]}
+    assert sum_by(s, "kafkasniff_request_duration_seconds_count") == \
+        sum(1 for ex in exchanges if ex.status == "paired")
