@@ -274,31 +274,45 @@ class ExchangeMetrics:
         ``ex.long_poll``, else to ``kafkasniff_request_duration_seconds`` (and to the
         OpenTelemetry family for the APIs of :data:`OTEL_OPERATIONS`).
         """
+        data = self.data
+        caps = self.caps
         api = ex.api_name if ex.api_key >= 0 else "Unknown"
-        version = str(ex.api_version)
-        client = self._cap("client_id", ex.client_id or "")
-        broker = self._cap("broker", ex.broker)
-        base = (api, version, client, broker)
-        self._count(EXCHANGES, base + (str(ex.status),), 1)
+        client = ex.client_id or ""
+        if client and client not in caps["client_id"].kept:
+            client = self._cap("client_id", client)
+        broker = ex.broker
+        if broker not in caps["broker"].kept:
+            broker = self._cap("broker", broker)
+        base = (api, str(ex.api_version), client, broker)
+        d = data[_EXCHANGES]
+        k = base + (str(ex.status),)
+        d[k] = d.get(k, 0) + 1
         short = (api, client, broker)
         if ex.errors:
+            d = data[_ERRORS]
             for e in ex.errors:
-                self._count(ERRORS, short + (e,), 1)
+                k = short + (e,)
+                d[k] = d.get(k, 0) + 1
         t = ex.throttle_time_ms
         if t is not None and t > 0:
             self._observe(THROTTLE, _THROTTLE_B, short, t)
         if ex.request is not None:
-            self._count(REQUEST_BYTES, short, ex.request.frame_bytes)
+            d = data[_REQUEST_BYTES]
+            d[short] = d.get(short, 0) + ex.request.frame_bytes
         if ex.response is not None:
-            self._count(RESPONSE_BYTES, short, ex.response.frame_bytes)
+            d = data[_RESPONSE_BYTES]
+            d[short] = d.get(short, 0) + ex.response.frame_bytes
         lat = ex.latency_ns if ex.status == _PAIRED else None
         if lat is not None and lat < 0:
             lat = 0
         topics = ()
         if self.topics and ex.topics:
-            topics = [self._cap("topic", t) for t in ex.topics]
+            kept = caps["topic"].kept
+            topics = [t if t in kept else self._cap("topic", t) for t in ex.topics]
+            d = data[_TOPIC_EXCHANGES]
             for t in topics:
-                self._count(TOPIC_EXCHANGES, (api, t), 1)
+                k = (api, t)
+                d[k] = d.get(k, 0) + 1
         if lat is None:
             return
         if ex.long_poll:
@@ -371,6 +385,11 @@ class ExchangeMetrics:
 _DURATION_B = DURATION.buckets
 _OTEL_B = OTEL.buckets
 _THROTTLE_B = THROTTLE.buckets
+_EXCHANGES = EXCHANGES.name
+_ERRORS = ERRORS.name
+_REQUEST_BYTES = REQUEST_BYTES.name
+_RESPONSE_BYTES = RESPONSE_BYTES.name
+_TOPIC_EXCHANGES = TOPIC_EXCHANGES.name
 
 
 def server_address_port(broker: str) -> tuple[str, str]:
