@@ -19,8 +19,12 @@ from tests.conftest import CAPTURES, decode_capture
 from .helpers import parse_openmetrics, sum_by
 
 ERR = CAPTURES / "librdkafka_errors_latency.pcap"
+# errors, throttling, share groups, several client libraries, Kafka 0.7, raw SASL tokens,
+# a capture joined mid-stream (orphan responses)
 CASES = [ERR, CAPTURES / "librdkafka_produce_consume.pcap", CAPTURES / "crafted_throttle.pcap",
-         CAPTURES / "kafka_python.pcap", CAPTURES / "librdkafka_share.pcap"]
+         CAPTURES / "kafka_python.pcap", CAPTURES / "librdkafka_share.pcap",
+         CAPTURES / "crafted_kafka07.pcap", CAPTURES / "crafted_sasl.pcap",
+         CAPTURES / "librdkafka_midstream.pcap"]
 
 
 def _ports(path) -> list[str]:
@@ -256,3 +260,15 @@ def test_collector_caps_decoders_counts_and_counts_what_it_folds():
     assert capped == {"client_id": clients[OTHER], "broker": brokers[OTHER]}
     assert sum_by(s, "kafkasniff_request_duration_seconds_count") == \
         sum(1 for ex in exchanges if ex.status == "paired")
+
+
+def test_label_values_any_text_round_trip():
+    """client_ids and topics are peer-chosen text: quotes, backslashes, newlines and
+    non-ASCII are escaped in the exposition and read back as they were."""
+    ex = next(ex for ex in decode_capture(ERR).exchanges if ex.status == "paired")
+    odd = 'a "quoted"\\ client\nwith\tcontrol \u00e9\u4e2d'
+    m = ExchangeMetrics(topics=True)
+    m.add(replace(ex, client_id=odd, topics=("t\n\"x",)))
+    s = parse_openmetrics(openmetrics_text(m).decode())
+    assert sum_by(s, "kafkasniff_exchanges_total", "client_id") == {odd: 1}
+    assert sum_by(s, "kafkasniff_topic_exchanges_total", "topic") == {"t\n\"x": 1}
