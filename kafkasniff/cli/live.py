@@ -106,13 +106,25 @@ def _tui_available() -> bool:
               help="Decoder processes (default: one per core, at most 4).")
 @click.option("--queue-mb", type=click.IntRange(1, 4096), default=64, show_default=True,
               help="Memory for packets waiting for the decoders (MB, all decoders).")
+@click.option("--metrics-port", type=click.IntRange(0, 65535), default=None, metavar="PORT",
+              help="Serve Prometheus / OpenMetrics metrics on http://HOST:PORT/metrics "
+                   "(docs/metrics.md; 0: any free port).")
+@click.option("--metrics-host", default="127.0.0.1", show_default=True, metavar="HOST",
+              help="With --metrics-port: address to listen on (0.0.0.0 or :: for remote "
+                   "scrapers).")
+@click.option("--metrics-topics", is_flag=True,
+              help="With --metrics-port: also the per-topic families.")
+@click.option("--metrics-max-values", type=click.IntRange(1), default=100, show_default=True,
+              metavar="N", help="With --metrics-port: distinct client_id, broker and topic "
+                                "values kept each; later ones are labelled __other__.")
 @click.option("-D", "--list-interfaces", is_flag=True, help="List interfaces and exit.")
 def live_command(iface, read_file, bpf, ports, detect, max_frame_bytes, definitions,
                  max_uncompressed_bytes, wire_format, show_secrets, tui, as_json, with_records,
                  value_bytes, api, client, topic, errors_only, min_latency, no_issues, color,
                  write_path, ring_files, ring_size, export_dir, export_every, export_rows,
                  duration, count, stats_every, quiet, backend, buffer_mb, snaplen, workers,
-                 queue_mb, list_interfaces):
+                 queue_mb, list_interfaces, metrics_port, metrics_host, metrics_topics,
+                 metrics_max_values):
     """Capture and decode live Kafka traffic (lossless at high packet rates; drops counted).
 
     \b
@@ -236,6 +248,12 @@ def live_command(iface, read_file, bpf, ports, detect, max_frame_bytes, definiti
     except KeyboardInterrupt:
         sys.exit(130)
 
+    live_metrics = None
+    if metrics_port is not None:
+        live_metrics = _metrics_server(metrics_host, metrics_port, metrics_topics,
+                                       metrics_max_values)
+        cfg.metrics = live_metrics.settings()
+
     if cfg.export is not None:
         tag = "stdin" if read_file == "-" else os.path.basename(read_file) if read_file else iface
         cfg.export["capture"] = f"live-{tag}"
@@ -245,6 +263,11 @@ def live_command(iface, read_file, bpf, ports, detect, max_frame_bytes, definiti
     out = _Stdout(sys.stdout)
     state = {"shown": 0, "broken": False, "prev": None, "next_stats": None}
     session = LiveSession(source, cfg)
+    if live_metrics is not None:
+        from kafkasniff.metrics.server import snapshot_runtime
+
+        session.on_metrics = live_metrics.merge
+        live_metrics.runtime = lambda: snapshot_runtime(session.snapshot())
 
     def write_items(items: list) -> None:
         if state["broken"]:
@@ -317,6 +340,9 @@ def live_command(iface, read_file, bpf, ports, detect, max_frame_bytes, definiti
                                                     signal.SIGHUP)}
     try:
         session.start()
+        if live_metrics is not None:            # after the fork: no thread in the children
+            live_metrics.serve()
+            click.echo(f"kafkasniff: metrics on {live_metrics.url}", err=True)
         # like tcpdump's "listening on": the socket is bound, packets are being kept from here
         click.echo(f"kafkasniff: capturing on {source_name}, {n_workers} decoder"
                    f"{'s' if n_workers > 1 else ''}", err=True)
@@ -383,6 +409,19 @@ class _Stdout:
     def flush(self) -> None:
         if self.fd < 0:
             self.stream.flush()
+
+
+def _metrics_server(host: str, port: int, topics: bool, max_values: int):
+    """``--metrics-port``: the :class:`kafkasniff.metrics.server.LiveMetrics`, its socket
+    bound (a port in use fails here, before capture starts)."""
+    try:
+        from kafkasniff.metrics.server import LiveMetrics
+    except ImportError as exc:
+        fail(f"--metrics-port needs the prometheus_client package ({exc})")
+    try:
+        return LiveMetrics(host, port, topics=topics, max_values=max_values)
+    except OSError as exc:
+        fail(f"--metrics-port {port} --metrics-host {host}: {exc.strerror or exc}")
 
 
 def _export_factory(directory: str, every_s: float, rows: int):

@@ -25,9 +25,19 @@ from kafkasniff.errors import KafkaSniffError
 @click.option("--top", type=click.IntRange(1), default=20, show_default=True,
               help="Rows per table.")
 @click.option("--strict", is_flag=True, help="Exit 1 if any warning or error issue was found.")
+@click.option("--openmetrics", "openmetrics_path", default=None, metavar="FILE",
+              type=click.Path(dir_okay=False),
+              help="Also write the metrics of 'live --metrics-port' for this capture to FILE "
+                   "as OpenMetrics text (docs/metrics.md).")
+@click.option("--metrics-topics", is_flag=True,
+              help="With --openmetrics: also the per-topic families.")
+@click.option("--metrics-max-values", type=click.IntRange(1), default=100, show_default=True,
+              metavar="N", help="With --openmetrics: distinct client_id, broker and topic "
+                                "values kept each; later ones are labelled __other__.")
 @jobs_option
 def stats_command(files, read_files, ports, detect, max_frame_bytes, definitions,
-                  max_uncompressed_bytes, wire_format, show_secrets, as_json, top, strict, jobs):
+                  max_uncompressed_bytes, wire_format, show_secrets, as_json, top, strict,
+                  openmetrics_path, metrics_topics, metrics_max_values, jobs):
     """Latency percentiles, errors, throttling and bytes per API, client_id, broker and topic."""
     from kafkasniff.model import Exchange
     from kafkasniff.pipeline import Pipeline, analyze
@@ -37,23 +47,35 @@ def stats_command(files, read_files, ports, detect, max_frame_bytes, definitions
     inp = parse_inputs(files, read_files, ports, detect, max_frame_bytes, definitions,
                        max_uncompressed_bytes, wire_format, show_secrets)
     agg = Aggregator()
+    metrics = None
+    if openmetrics_path is not None:
+        from kafkasniff.metrics.families import ExchangeMetrics
+
+        metrics = ExchangeMetrics(topics=metrics_topics, max_values=metrics_max_values)
     progress = Progress(enabled=True)
     jobs = resolve_jobs(jobs, inp.sources)
     try:
         if jobs > 1:
             from kafkasniff.parallel.engine import run_jobs
 
-            res = run_jobs(inp.sources, inp.pipeline_options(), jobs, "stats", {},
+            spec = {"metrics": metrics.settings()} if metrics is not None else {}
+            res = run_jobs(inp.sources, inp.pipeline_options(), jobs, "stats", spec,
                            lambda item: agg.add_issue(item[1]), on_progress=progress)
             for other in res.results:       # each decoder's exchanges
+                if metrics is not None:     # (Aggregator, metrics delta)
+                    other, delta = other
+                    metrics.merge(delta)
                 agg.merge(other)
             stats = res.stats
         else:
             pipe = Pipeline(inp.pipeline_options())
             stats = pipe.stats
+            add_metrics = metrics.add if metrics is not None else None
             for rec in analyze(inp.sources, pipeline=pipe, on_progress=progress):
                 if type(rec) is Exchange:
                     agg.add(rec)
+                    if add_metrics is not None:
+                        add_metrics(rec)
                 else:
                     agg.add_issue(rec)
     except KafkaSniffError as exc:
@@ -64,6 +86,8 @@ def stats_command(files, read_files, ports, detect, max_frame_bytes, definitions
         agg.issues[kind] = max(agg.issues[kind], n)
     pstats = stats.to_dict()
     report = agg.to_dict()
+    if metrics is not None:
+        _write_openmetrics(openmetrics_path, metrics, pstats, report)
     try:
         if as_json:
             report["pipeline"] = pstats
@@ -74,3 +98,25 @@ def stats_command(files, read_files, ports, detect, max_frame_bytes, definitions
         sys.exit(0)
     bad = sum(v for k, v in agg.issue_severity.items() if k != "info")
     sys.exit(1 if strict and bad else 0)
+
+
+def _write_openmetrics(path: str, metrics, pstats: dict, report: dict) -> None:
+    """Write ``metrics`` and the capture's counters (packets, issues by kind as the report
+    counts them) to ``path`` as OpenMetrics text, atomically (a temporary file renamed)."""
+    import os
+
+    from kafkasniff.metrics.families import openmetrics_text
+
+    text = openmetrics_text(metrics, {"packets_decoded": pstats.get("packets", 0),
+                                      "issues": report.get("issues", {})})
+    tmp = f"{path}.tmp{os.getpid()}"
+    try:
+        with open(tmp, "wb") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except OSError as exc:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        fail(f"--openmetrics {path}: {exc.strerror or exc}")

@@ -139,7 +139,8 @@ class LiveSession:
 
     Two more callbacks are attributes, set after construction: ``on_learned(learned)``
     with the topic ids a decoder learnt (``(topic_id, name, ts_ns)`` tuples), and
-    ``on_kept(exchanges)`` with a decoder's last whole exchanges at the end (``cfg.tui``).
+    ``on_kept(exchanges)`` with a decoder's last whole exchanges at the end (``cfg.tui``),
+    and ``on_metrics(delta)`` with a decoder's metrics delta (``cfg.metrics``).
     Callbacks run in the thread that calls :meth:`poll` / :meth:`run`.
 
     ``run()`` blocks until the capture ends (stop requested, stream ended, or a process
@@ -158,6 +159,7 @@ class LiveSession:
         self.on_detail = on_detail or (lambda rid, ex: None)
         self.on_learned: Callable[[list], None] = lambda learned: None
         self.on_kept: Callable[[list], None] = lambda exchanges: None
+        self.on_metrics: Callable[[dict], None] = lambda delta: None
         self.errors: list[str] = []
         self.capture_issues: list = []
         self.ctx = mp.get_context("fork")
@@ -251,6 +253,8 @@ class LiveSession:
                 self.on_output(msg.items)
             if msg.extra:
                 self.on_extra(wid, msg.extra)
+            if msg.metrics:
+                self.on_metrics(msg.metrics)
         elif t is DetailReply:
             self.on_detail(msg.request_id, msg.exchange)
         elif t is DecoderFed:

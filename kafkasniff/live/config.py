@@ -70,6 +70,8 @@ class LiveConfig:
             (seconds).
         write: ``--write`` settings (path, ring files, file size) or ``None``.
         retire_ms: ring block timeout in milliseconds (also the drain wait at stop).
+        metrics: ``--metrics-port``: the settings decoders count metrics with
+            (:meth:`kafkasniff.metrics.families.ExchangeMetrics.settings`), or ``None``.
     """
 
     workers: int = 2
@@ -89,6 +91,7 @@ class LiveConfig:
     write: dict | None = None
     export: dict | None = None
     retire_ms: int = 10
+    metrics: dict | None = None
 
 
 def default_workers() -> int:

@@ -89,7 +89,8 @@ def decoder_main(wid: int, cfg: LiveConfig, inq, ctlq, resq, defs=None) -> None:
 
         def send() -> None:
             items, learned, extra = sink.take()
-            _put(resq, DecoderOutput(wid, items, learned, extra, st.to_dict()), parent)
+            _put(resq, DecoderOutput(wid, items, learned, extra, st.to_dict(),
+                                     sink.take_metrics()), parent)
 
         unpack = packet_record.unpack_from
         CP = CapturedPacket

@@ -56,6 +56,8 @@ class DecoderOutput:
         extra: the terminal UI's data (``LiveConfig.tui``, else empty), a list of
             ``("x", light Exchange)``, ``("i", DecodeIssue)``, ``("c", ConnectionSummary)``.
         stats: the decoder's ``PipelineStats.to_dict()`` so far (cumulative, not a delta).
+        metrics: ``--metrics-port``: the exchanges' metrics since the previous send (a
+            :meth:`kafkasniff.metrics.families.ExchangeMetrics.take_delta`), else ``None``.
     """
 
     wid: int
@@ -63,6 +65,7 @@ class DecoderOutput:
     learned: list
     extra: list
     stats: dict
+    metrics: dict | None = None
 
 
 @dataclass(frozen=True, slots=True)

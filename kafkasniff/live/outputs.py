@@ -148,6 +148,11 @@ class DecoderSink:
         self._Exchange = Exchange
         self._TopicName = TopicName
         self._ConnectionSummary = ConnectionSummary
+        self.metrics = None
+        if cfg.metrics is not None:     # --metrics-port: every exchange, before filters
+            from kafkasniff.metrics.families import ExchangeMetrics
+
+            self.metrics = ExchangeMetrics(**cfg.metrics, decoder=True)
 
     @property
     def pending(self) -> bool:
@@ -159,6 +164,12 @@ class DecoderSink:
         out = (self.items, self.learned, self.extra)
         self.items, self.learned, self.extra = [], [], []
         return out
+
+    def take_metrics(self) -> dict | None:
+        """The metrics counted since the last call (``--metrics-port``), else ``None``."""
+        if self.metrics is None:
+            return None
+        return self.metrics.take_delta() or None
 
     # ----------------------------------------------------------------- records in
     def handle(self, recs: list) -> None:
@@ -281,6 +292,8 @@ class DecoderSink:
 
     # ----------------------------------------------------------------- rendering
     def _emit(self, ex) -> None:
+        if self.metrics is not None:
+            self.metrics.add(ex)
         if self.tui:
             self.extra.append(("x", light_exchange(ex)))
             self._remember(ex)

@@ -93,18 +93,29 @@ class ReadOutput(Output):
 
 class StatsOutput(Output):
     """``stats``: exchanges counted in an :class:`~kafkasniff.stats.aggregate.Aggregator`,
-    sent at the end (the reader merges them)."""
+    sent at the end (the reader merges them); with ``spec["metrics"]`` (``--openmetrics``)
+    also in a :class:`~kafkasniff.metrics.families.ExchangeMetrics`, sent as
+    ``(aggregator, metrics delta)``."""
 
     def __init__(self, spec: dict) -> None:
         from kafkasniff.stats.aggregate import Aggregator
 
         self.agg = Aggregator()
+        self.metrics = None
+        if spec.get("metrics") is not None:     # stats --openmetrics
+            from kafkasniff.metrics.families import ExchangeMetrics
+
+            self.metrics = ExchangeMetrics(**spec["metrics"], decoder=True)
 
     def exchange(self, ex, first_ts, capture):
         self.agg.add(ex)
+        if self.metrics is not None:
+            self.metrics.add(ex)
         return None
 
     def result(self):
+        if self.metrics is not None:
+            return self.agg, self.metrics.take_delta()
         return self.agg
 
 
