@@ -22,7 +22,7 @@ import os
 import time
 from collections import OrderedDict, deque
 from dataclasses import replace
-from typing import NamedTuple
+from typing import Callable, NamedTuple
 
 from kafkasniff.capture.writer import PcapNgWriter, isb_block
 from kafkasniff.live.messages import DetailRequest, TopicIdsLearned
@@ -430,7 +430,9 @@ class RotatingPcapNg:
 
     Every file ends with an Interface Statistics Block per interface: packets received by the
     kernel filter and dropped by the kernel since the capture started (``isb_ifrecv``,
-    ``isb_ifdrop``), set through :attr:`kernel` by the capture loop.
+    ``isb_ifdrop``), read through :attr:`kernel_stats` (set by the capture process to the
+    backend's ``kernel_stats``: ``() -> (received, dropped)``) when the file is closed, so
+    they count at least the packets written so far; ``None`` (streams): no counters.
     """
 
     def __init__(self, path: str, files: int = 0, file_bytes: int = 0,
@@ -442,7 +444,7 @@ class RotatingPcapNg:
         self.snaplen = snaplen
         self.packets = 0
         self.files_opened = 0
-        self.kernel: tuple[int, int] | None = None
+        self.kernel_stats: Callable[[], tuple[int, int]] | None = None
         self.start_ns = time.time_ns()
         self.last_ts = 0
         self.names: deque[str] = deque()
@@ -485,7 +487,7 @@ class RotatingPcapNg:
         if w is None:
             return
         w.close()
-        rec, drops = self.kernel if self.kernel is not None else (None, None)
+        rec, drops = self.kernel_stats() if self.kernel_stats is not None else (None, None)
         for iface in w.link_types:
             f.write(isb_block(iface, self.last_ts or time.time_ns(), self.start_ns, rec, drops,
                               "kafkasniff live: counters since the capture started"))
