@@ -128,10 +128,10 @@ def capture_main(backend, cfg: LiveConfig, queues: list, counters, stop_ev, errq
                 # the rings hold what the kernel accepted before the stop: move all of it,
                 # waiting for decoders to make room (nothing new comes in)
                 while read(0, final=True) > 0 or backend.pending_packets():
-                    pass
+                    tick()          # the counters stay current (the stop's progress lines)
             else:
                 while read(0) > 0:
-                    pass
+                    tick()
         # final counters, then the last batches (blocking: nothing more to protect)
         disp.flush_all(final=True)
         if writer is not None:

@@ -32,6 +32,7 @@ __all__ = [
     "DecoderSink",
     "LiveExport",
     "RotatingPcapNg",
+    "drain_line",
     "light_exchange",
     "stats_json",
     "stats_line",
@@ -527,6 +528,25 @@ def stats_json(snap, final: bool = False) -> str:
     d = {"type": "stats", "final": final}
     d.update(snap.to_dict())
     return json.dumps(d)
+
+
+def drain_line(snap, prev, reason: str, since_s: float, done: int, workers: int) -> str:
+    """A line on stderr while an orderly stop goes on (``live`` after Ctrl-C): what is left
+    to decode (the snapshot's ``backlog``: packets captured before the stop and not decoded
+    yet), the decoding rate since ``prev`` (an earlier snapshot, or ``None``), the seconds
+    since the stop, and how to cut it short. Once nothing is left, the decoders still
+    finishing (``done`` of ``workers``: pending requests, end barrier, Parquet files)."""
+    head = f"kafkasniff: stopping ({reason}), {since_s:.1f}s so far: "
+    if snap.backlog > 0:
+        rate = ""
+        dt = snap.elapsed_s - prev.elapsed_s if prev is not None else 0.0
+        if dt > 0:
+            rate = f" at {_rate((snap.decoded - prev.decoded) / dt)} packets/s"
+        what = (f"decoding the packets captured before the stop, {snap.backlog:,} left"
+                f" ({snap.decoded:,} decoded{rate})")
+    else:
+        what = f"decoders finishing ({done} of {workers} done)"
+    return head + what + "; Ctrl-C again to stop at once (exit 130)"
 
 
 def summary_line(snap, shown: int | None, source: str) -> str:

@@ -65,6 +65,8 @@ class LiveDataSource(ThreadedSource):
         self._waiting: dict[int, list] = {}
         self.final = None
         self.app = None
+        #: the app is on the screen (nothing else may write to the terminal)
+        self.ui_running = False
         self.on_tick = None
         session.on_extra = self.on_extra
         session.on_detail = self.on_detail
@@ -198,7 +200,11 @@ class LiveDataSource(ThreadedSource):
 
         self.on_tick = on_tick
         self.app = KafkaSniffApp(self)
-        self.app.run()
+        self.ui_running = True
+        try:
+            self.app.run()
+        finally:
+            self.ui_running = False
         self.stop()
         if self.final is None:
             # the collector thread did not finish (should not happen): count what we have

@@ -5,6 +5,8 @@ current, and stopping with a backlog says what is left and can be cut short."""
 from __future__ import annotations
 
 import glob
+import os
+import re
 import json
 import signal
 import time
@@ -55,3 +57,76 @@ def test_pcapng_statistics_blocks_and_stats_lines_are_current(tmp_path):
         assert isbs[0][4] >= written, (f, isbs[0], written)
     assert written == final["written_packets"] == final["packets"]
     assert isbs[0] == {4: final["kernel_received"], 5: final["kernel_drops"]}
+
+
+def _children(pid: int) -> list[int]:
+    out: list[int] = []
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{tid}/children") as f:
+            out += [int(c) for c in f.read().split()]
+    return sorted(out)
+
+
+def _with_backlog(tmp_path) -> tuple[LiveProcess, int]:
+    """``live`` with one decoder, stopped (SIGSTOP) while 20,000 packets arrive: they wait
+    in the ring and the queue, a backlog that stays until the decoder continues."""
+    live = LiveProcess(["-i", "lo", "--no-tui", "--port", "9092", "--workers", "1"],
+                       tmp_path / "out.txt").start()
+    kids = _children(live.proc.pid)
+    assert len(kids) == 2, kids            # the decoder (forked first), the capture process
+    decoder = kids[0]
+    os.kill(decoder, signal.SIGSTOP)
+    blaster = Blaster(kafka_frames(20_000), rate=50_000).start()
+    blaster._t.join(60)
+    assert blaster.sent == 20_000
+    time.sleep(0.5)                         # the last blocks retire (10 ms)
+    live.proc.send_signal(signal.SIGINT)
+    return live, decoder
+
+
+def _wait_line(live: LiveProcess, start: str, timeout: float = 30) -> str:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for line in list(live.stderr_lines):
+            if line.startswith(start):
+                return line
+        time.sleep(0.05)
+    raise AssertionError(f"no {start!r} line: {live.stderr}")
+
+
+def test_stop_with_a_backlog_says_what_is_left(tmp_path):
+    """After Ctrl-C the decoders finish what was captured before the stop; that once went on
+    without a word (up to 30 s): now a line on stderr says what is left, periodically."""
+    live, decoder = _with_backlog(tmp_path)
+    try:
+        line = _wait_line(live, "kafkasniff: stopping (SIGINT)")
+        left = int(re.search(r"([\d,]+) left", line).group(1).replace(",", ""))
+        assert 0 < left <= 20_000, line
+        assert "Ctrl-C again to stop at once" in line
+        _wait_line(live, "kafkasniff: stopping (SIGINT), 2.")   # periodically
+    finally:
+        os.kill(decoder, signal.SIGCONT)
+    assert live.proc.wait(timeout=120) == 0, live.stderr
+    live._t.join(5)
+    live._out.close()
+    summary = [x for x in live.stderr_lines if x.startswith("summary:")][0]
+    assert "captured 20000 packets" in summary and "queue drops 0" in summary
+
+
+def test_second_ctrl_c_stops_at_once(tmp_path):
+    live, decoder = _with_backlog(tmp_path)
+    try:
+        _wait_line(live, "kafkasniff: stopping (SIGINT)")
+        live.proc.send_signal(signal.SIGINT)
+        rc = live.proc.wait(timeout=30)
+    finally:
+        if live.proc.poll() is None:
+            os.kill(decoder, signal.SIGCONT)
+            live.proc.kill()
+    live._t.join(5)
+    live._out.close()
+    assert rc == 130
+    assert not any(x.startswith("summary:") for x in live.stderr_lines)
+    for pid in (decoder,):                  # nothing left behind
+        assert not os.path.exists(f"/proc/{pid}") or \
+            open(f"/proc/{pid}/stat").read().split()[2] == "Z"
