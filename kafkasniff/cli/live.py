@@ -155,6 +155,9 @@ def live_command(iface, read_file, bpf, ports, detect, max_frame_bytes, definiti
         click.echo("kafkasniff: the live terminal UI is not available here; printing lines "
                    "(--no-tui)", err=True)
         use_tui = False
+    if use_tui and not sys.stdout.isatty():
+        # the UI draws on standard output (not standard error, Textual's default)
+        fail("the terminal UI needs a terminal on standard output; use --no-tui or --json")
     if color is None:
         color = sys.stdout.isatty() and not as_json
 
@@ -325,7 +328,8 @@ def live_command(iface, read_file, bpf, ports, detect, max_frame_bytes, definiti
 
     def on_signal(signum, frame):  # noqa: ARG001
         signals["n"] += 1
-        if signals["n"] == 1:
+        # a stop already under way (q or Ctrl-C in the TUI, -c, --duration): stop at once
+        if signals["n"] == 1 and not session.stopping:
             session.request_stop(signal.Signals(signum).name)
             if tui_app is not None:
                 tui_app.request_exit()

@@ -5,9 +5,9 @@ current, and stopping with a backlog says what is left and can be cut short."""
 from __future__ import annotations
 
 import glob
+import json
 import os
 import re
-import json
 import signal
 import time
 
