@@ -12,6 +12,13 @@ Detail view: a decoder keeps its last exchanges whole (5 000, at most 128 MB of 
 :meth:`LiveDataSource.detail` asks the decoder of the exchange's connection for it. Frame
 bytes are not kept live (no hex view); older exchanges show their summary only.
 
+The app is :class:`LiveApp`: Ctrl-C quits like ``q`` (an orderly stop), and it draws on
+standard output, the terminal (``2>file`` keeps only messages in the file). Connection ids are
+shown interleaved (:meth:`LiveDataSource.shown_id`): decoder ``i`` numbers from
+``i * CONN_ID_STRIDE``, ten digits from the second decoder on, cut in the 6-column Id; the
+status line cuts the capture's name (interface, filter) so that the drops stay in view
+(:func:`fit_title`).
+
 Memory: the TUI's exchange list keeps at most ``max_rows`` rows (about 110 bytes each);
 beyond that, new exchanges still count in every dashboard but are not listed (the status line
 says so). Aggregates are bounded (see :mod:`kafkasniff.tui.aggregates`).

@@ -67,11 +67,12 @@ def _children(pid: int) -> list[int]:
     return sorted(out)
 
 
-def _with_backlog(tmp_path) -> tuple[LiveProcess, int]:
+def _with_backlog(tmp_path, *extra: str) -> tuple[LiveProcess, int]:
     """``live`` with one decoder, stopped (SIGSTOP) while 20,000 packets arrive: they wait
-    in the ring and the queue, a backlog that stays until the decoder continues."""
-    live = LiveProcess(["-i", "lo", "--no-tui", "--port", "9092", "--workers", "1"],
-                       tmp_path / "out.txt").start()
+    in the ring and the queue, a backlog that stays until the decoder continues. Then
+    SIGINT (unless ``--duration`` in ``extra`` stops it)."""
+    live = LiveProcess(["-i", "lo", "--no-tui", "--port", "9092", "--workers", "1"]
+                       + list(extra), tmp_path / "out.txt").start()
     kids = _children(live.proc.pid)
     assert len(kids) == 2, kids            # the decoder (forked first), the capture process
     decoder = kids[0]
@@ -80,7 +81,8 @@ def _with_backlog(tmp_path) -> tuple[LiveProcess, int]:
     blaster._t.join(60)
     assert blaster.sent == 20_000
     time.sleep(0.5)                         # the last blocks retire (10 ms)
-    live.proc.send_signal(signal.SIGINT)
+    if "--duration" not in extra:
+        live.proc.send_signal(signal.SIGINT)
     return live, decoder
 
 
@@ -130,3 +132,20 @@ def test_second_ctrl_c_stops_at_once(tmp_path):
     for pid in (decoder,):                  # nothing left behind
         assert not os.path.exists(f"/proc/{pid}") or \
             open(f"/proc/{pid}/stat").read().split()[2] == "Z"
+
+
+def test_ctrl_c_during_a_duration_stop_stops_at_once(tmp_path):
+    """A stop already under way (--duration, -c, q in the TUI) is cut short by the first
+    Ctrl-C, as its progress line says."""
+    live, decoder = _with_backlog(tmp_path, "--duration", "1")
+    try:
+        _wait_line(live, "kafkasniff: stopping (duration)")
+        live.proc.send_signal(signal.SIGINT)
+        rc = live.proc.wait(timeout=30)
+    finally:
+        if live.proc.poll() is None:
+            os.kill(decoder, signal.SIGCONT)
+            live.proc.kill()
+    live._t.join(5)
+    live._out.close()
+    assert rc == 130
