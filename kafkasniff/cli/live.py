@@ -167,6 +167,9 @@ def live_command(iface, read_file, bpf, ports, detect, max_frame_bytes, definiti
         click.echo("kafkasniff: the live terminal UI is not available here; printing lines "
                    "(--no-tui)", err=True)
         use_tui = False
+    if use_tui and not sys.stdout.isatty():
+        # the UI draws on standard output (not standard error, Textual's default)
+        fail("the terminal UI needs a terminal on standard output; use --no-tui or --json")
     if color is None:
         color = sys.stdout.isatty() and not as_json
 
@@ -312,10 +315,31 @@ def live_command(iface, read_file, bpf, ports, detect, max_frame_bytes, definiti
             click.echo(stats_line(snap, state["prev"]), err=True)
         state["prev"] = snap
 
+    drain = {"since": None, "next": 0.0, "prev": None}
+
+    def report_drain(s, now: float) -> None:
+        """While an orderly stop goes on: a line on stderr after 0.5 s, then every 2 s, with
+        what is left (not over the terminal UI)."""
+        if drain["since"] is None:
+            drain["since"] = now
+            drain["next"] = now + 0.5
+            return
+        if now < drain["next"] or (tui_app is not None and tui_app.ui_running):
+            return
+        from kafkasniff.live.outputs import drain_line
+
+        drain["next"] = now + 2.0
+        snap = s.snapshot()
+        click.echo(drain_line(snap, drain["prev"], s.stop_reason or "stop",
+                              now - drain["since"], len(s.done), s.cfg.workers), err=True)
+        drain["prev"] = snap
+
     def on_tick(s) -> None:
         now = time.monotonic()
         if duration is not None and not s.stopping and now - s.started_mono >= duration:
             s.request_stop("duration")
+        if s.stopping:
+            report_drain(s, now)
         if stats_every and not use_tui:
             if state["next_stats"] is None:
                 state["next_stats"] = s.started_mono + stats_every
@@ -327,7 +351,8 @@ def live_command(iface, read_file, bpf, ports, detect, max_frame_bytes, definiti
 
     def on_signal(signum, frame):  # noqa: ARG001
         signals["n"] += 1
-        if signals["n"] == 1:
+        # a stop already under way (q or Ctrl-C in the TUI, -c, --duration): stop at once
+        if signals["n"] == 1 and not session.stopping:
             session.request_stop(signal.Signals(signum).name)
             if tui_app is not None:
                 tui_app.request_exit()

@@ -72,6 +72,8 @@ ETH_P_ALL = 0x0003
 SO_RCVBUFFORCE = 33
 SO_TIMESTAMPNS = 35
 SCM_TIMESTAMPNS = SO_TIMESTAMPNS
+PACKET_TIMESTAMP = 17
+SOF_TIMESTAMPING_SOFTWARE = 1 << 4
 
 #: tpacket3_hdr: tp_next_offset, tp_sec, tp_nsec, tp_snaplen, tp_len, tp_status, tp_mac, tp_net
 tp3_packet_header = struct.Struct("<IIIIIIHH").unpack_from
@@ -173,6 +175,28 @@ FLAG_SKIP_OUTGOING = 2    # skip PACKET_OUTGOING copies (loopback, kernels befor
 batch_header = struct.Struct("<HHI")
 
 
+def _software_timestamps(sock: socket.socket) -> None:
+    """Time packets by the kernel's software receive timestamp where it has one.
+
+    A packet socket without it is timed when the kernel hands it the packet
+    (``tpacket_rcv``: ``ktime_get_real``), after every capture served before it ran its
+    filter and copied the packet (tens of µs for a 64 KiB loopback frame): two captures of
+    one packet then differ by that. ``SO_TIMESTAMPNS`` turns on the kernel's receive
+    timestamps (``net_enable_timestamp``): a packet arriving from a device is stamped once,
+    in ``netif_receive_skb`` / ``netif_rx``, and ``tpacket_rcv`` prefers that stamp
+    (``PACKET_TIMESTAMP`` ``SOF_TIMESTAMPING_SOFTWARE`` asks for it on kernels before that
+    preference), for every capture on the host, tcpdump included: their timestamps are the
+    same. Packets carrying a transmit delivery time (TCP sent on this host: loopback, and the
+    outgoing copies on any interface) get no receive stamp and are still timed on hand-over.
+    Best effort: a kernel refusing either option keeps the hand-over time."""
+    for level, opt, value in ((socket.SOL_SOCKET, SO_TIMESTAMPNS, 1),
+                              (SOL_PACKET, PACKET_TIMESTAMP, SOF_TIMESTAMPING_SOFTWARE)):
+        try:
+            sock.setsockopt(level, opt, value)
+        except OSError:
+            pass
+
+
 class _Member:
     """One ``AF_PACKET`` socket of a backend (with its ring in ring mode)."""
 
@@ -195,6 +219,7 @@ class _Member:
         try:
             # nothing gets in until the real filter is attached (after bind and fanout join)
             attach_filter(self.sock, DROP_ALL)
+            _software_timestamps(self.sock)
             self.skip_outgoing = False
             if iface.loopback:
                 try:

@@ -196,6 +196,16 @@ def loopback_index() -> int:
 # --------------------------------------------------------------------------- compiling
 
 
+def _pcap_reason(msg: str, expression: str) -> str:
+    """libpcap's reason out of scapy's ``Failed to compile filter expression '<expr>'
+    (<reason>)``. The expression is cut off by its known ``repr``, not by searching for
+    parentheses, which the expression itself may contain (``tcp and (port 1 or``)."""
+    head = f"Failed to compile filter expression {expression!r} ("
+    if msg.startswith(head) and msg.endswith(")"):
+        return msg[len(head):-1]
+    return msg
+
+
 def compile_bpf(expression: str, dlt: int) -> list[tuple[int, int, int, int]]:
     """Compile a tcpdump filter expression for link type ``dlt`` with libpcap (via scapy;
     no privilege needed). Returns the instructions as ``(code, jt, jf, k)``.
@@ -211,11 +221,8 @@ def compile_bpf(expression: str, dlt: int) -> list[tuple[int, int, int, int]]:
     try:
         prog = compile_filter(expression, linktype=dlt)
     except Scapy_Exception as exc:
-        msg = str(exc)
-        # "Failed to compile filter expression 'x' (can't parse filter expression: ...)"
-        if "(" in msg and msg.endswith(")"):
-            msg = msg[msg.index("(", msg.index("expression") if "expression" in msg else 0) + 1:-1]
-        raise BadFilter(f"bad filter {expression!r}: {msg}") from None
+        raise BadFilter(f"bad filter {expression!r}: {_pcap_reason(str(exc), expression)}"
+                        ) from None
     except (ImportError, OSError) as exc:
         raise BadFilter(f"cannot compile BPF filters: libpcap unavailable ({exc})") from None
     n = prog.bf_len

@@ -20,8 +20,8 @@ import traceback
 
 from kafkasniff.live.backends import KIND_TPACKET_V3, batch_header, block_packets
 from kafkasniff.live.config import (C_DISPATCHED, C_DONE, C_KERNEL_DROPS, C_KERNEL_RECEIVED,
-                                    C_PACKETS, C_QUEUE_DROPS, C_RING_PENDING, C_STARTED_NS,
-                                    C_WRITTEN, LiveConfig)
+                                    C_PACKETS, C_PACKETS_AT_STATS, C_QUEUE_DROPS,
+                                    C_RING_PENDING, C_STARTED_NS, C_WRITTEN, LiveConfig)
 from kafkasniff.live.dispatch import Dispatcher
 from kafkasniff.live.messages import CaptureFailed, CaptureIssues
 from kafkasniff.live.procs import ignore_signals, profiled
@@ -41,7 +41,7 @@ def capture_main(backend, cfg: LiveConfig, queues: list, counters, stop_ev, errq
         queues: one :class:`kafkasniff.parallel.shm.Channel` per decoder (closed at the end,
             which ends the decoders).
         counters: the shared int64 counters (``C_*`` of :mod:`kafkasniff.live.config`),
-            written here about every 0.1 s (kernel counters every 0.25 s); ``C_DONE`` is
+            written here about every 0.1 s (the kernel's with them); ``C_DONE`` is
             set to 1 when the process ends, whatever the reason.
         stop_ev: the stop event (set by the collector; set here too when the main process
             disappears).
@@ -60,17 +60,24 @@ def capture_main(backend, cfg: LiveConfig, queues: list, counters, stop_ev, errq
         counters[C_STARTED_NS] = time.time_ns()
         stream = backend.kind == "stream"
         retire = cfg.retire_ms / 1000
-        state = {"last_pub": 0.0, "last_k": 0.0}
+        state = {"last_pub": 0.0}
+        if writer is not None and backend.has_kernel_stats:
+            # each file's statistics blocks read the kernel's counters when it is closed:
+            # after every packet it holds was read, so they never count fewer
+            writer.kernel_stats = backend.kernel_stats
 
-        def publish(now: float, kernel: bool) -> None:
-            if writer is not None:
-                counters[C_WRITTEN] = writer.packets
-                writer.kernel = (counters[C_KERNEL_RECEIVED], counters[C_KERNEL_DROPS])
-            if kernel and backend.has_kernel_stats:
+        def publish(now: float) -> None:
+            """The counters as of one moment: the kernel's are read after the packets were
+            counted (``C_PACKETS_AT_STATS``), so that received >= packets in every stats
+            line, as in the final summary."""
+            packets = counters[C_PACKETS]
+            if backend.has_kernel_stats:
                 rec, drops = backend.kernel_stats()
                 counters[C_KERNEL_RECEIVED] = rec
                 counters[C_KERNEL_DROPS] = drops
-                state["last_k"] = now
+            counters[C_PACKETS_AT_STATS] = packets
+            if writer is not None:
+                counters[C_WRITTEN] = writer.packets
             pending = getattr(backend, "pending_packets", None)
             if pending is not None:
                 counters[C_RING_PENDING] = pending()
@@ -82,7 +89,7 @@ def capture_main(backend, cfg: LiveConfig, queues: list, counters, stop_ev, errq
             now = time.monotonic()
             disp.flush_due(now)
             if now - state["last_pub"] >= 0.1:
-                publish(now, now - state["last_k"] >= 0.25)
+                publish(now)
                 if os.getppid() != parent:       # main process gone: stop
                     stop_ev.set()
             return now
@@ -121,17 +128,16 @@ def capture_main(backend, cfg: LiveConfig, queues: list, counters, stop_ev, errq
                 # the rings hold what the kernel accepted before the stop: move all of it,
                 # waiting for decoders to make room (nothing new comes in)
                 while read(0, final=True) > 0 or backend.pending_packets():
-                    pass
+                    tick()          # the counters stay current (the stop's progress lines)
             else:
                 while read(0) > 0:
-                    pass
+                    tick()
         # final counters, then the last batches (blocking: nothing more to protect)
         disp.flush_all(final=True)
-        counters[C_RING_PENDING] = 0
-        publish(time.monotonic(), True)
         if writer is not None:
             writer.close()
-            counters[C_WRITTEN] = writer.packets
+        publish(time.monotonic())
+        counters[C_RING_PENDING] = 0
         if stream and getattr(backend, "issues", None):
             errq.put(CaptureIssues([i for i in backend.issues]))
     except BaseException as exc:  # noqa: BLE001 - reported to the collector

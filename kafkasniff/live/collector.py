@@ -19,8 +19,9 @@ from typing import Any, Callable
 
 from kafkasniff.live.capture import capture_main
 from kafkasniff.live.config import (C_DISPATCHED, C_DONE, C_KERNEL_DROPS, C_KERNEL_RECEIVED,
-                                    C_PACKETS, C_QUEUE_DROPS, C_RING_PENDING, C_STARTED_NS,
-                                    C_WRITTEN, CONN_ID_STRIDE, N_COUNTERS, LiveConfig)
+                                    C_PACKETS, C_PACKETS_AT_STATS, C_QUEUE_DROPS, C_RING_PENDING,
+                                    C_STARTED_NS, C_WRITTEN, CONN_ID_STRIDE, N_COUNTERS,
+                                    LiveConfig)
 from kafkasniff.live.decoder import decoder_main
 from kafkasniff.live.messages import (AllFed, CaptureFailed, CaptureIssues, DecoderDone,
                                       DecoderFailed, DecoderFed, DecoderOutput, DetailReply,
@@ -39,7 +40,8 @@ class Snapshot:
 
     Attributes:
         elapsed_s: seconds since capture started.
-        captured: packets read from the source (after the kernel filter).
+        captured: packets read from the source (after the kernel filter), as of the last
+            reading of the kernel counters (at most 0.1 s old; <= ``kernel_received``).
         captured_bytes: captured bytes of the packets decoded so far.
         kernel_received / kernel_drops: ``PACKET_STATISTICS`` (``None`` for streams).
         queue_drops: packets dropped because a decoder queue was full.
@@ -331,10 +333,13 @@ class LiveSession:
         c = self.counters
         merged = merge_stats(self.worker_stats)
         kstats = self.backend.has_kernel_stats
+        # packets as of the last reading of the kernel's counters (published together, every
+        # 0.1 s; read before them): a line never shows more packets than the kernel received
+        captured = c[C_PACKETS_AT_STATS] if kstats else c[C_PACKETS]
         started = c[C_STARTED_NS]
         elapsed = (time.time_ns() - started) / 1e9 if started else 0.0
         return Snapshot(
-            elapsed_s=elapsed, captured=c[C_PACKETS], captured_bytes=merged["packet_bytes"],
+            elapsed_s=elapsed, captured=captured, captured_bytes=merged["packet_bytes"],
             kernel_received=c[C_KERNEL_RECEIVED] if kstats else None,
             kernel_drops=c[C_KERNEL_DROPS] if kstats else None,
             queue_drops=c[C_QUEUE_DROPS], decoded=merged["packets"],

@@ -16,6 +16,7 @@ __all__ = [
     "C_KERNEL_DROPS",
     "C_KERNEL_RECEIVED",
     "C_PACKETS",
+    "C_PACKETS_AT_STATS",
     "C_QUEUE_DROPS",
     "C_RING_PENDING",
     "C_STARTED_NS",
@@ -44,7 +45,8 @@ C_DONE = 5             # 1: the capture process has finished (sentinels sent)
 C_WRITTEN = 6          # packets written to --write files
 C_STARTED_NS = 7       # wall clock when capture started
 C_RING_PENDING = 8     # packets waiting in the kernel rings (blocks handed over, not moved)
-N_COUNTERS = 9
+C_PACKETS_AT_STATS = 9  # C_PACKETS when the kernel counters were last read (just before)
+N_COUNTERS = 10
 
 
 @dataclass

@@ -22,7 +22,7 @@ import os
 import time
 from collections import OrderedDict, deque
 from dataclasses import replace
-from typing import NamedTuple
+from typing import Callable, NamedTuple
 
 from kafkasniff.capture.writer import PcapNgWriter, isb_block
 from kafkasniff.live.messages import DetailRequest, TopicIdsLearned
@@ -32,6 +32,7 @@ __all__ = [
     "DecoderSink",
     "LiveExport",
     "RotatingPcapNg",
+    "drain_line",
     "light_exchange",
     "stats_json",
     "stats_line",
@@ -443,7 +444,9 @@ class RotatingPcapNg:
 
     Every file ends with an Interface Statistics Block per interface: packets received by the
     kernel filter and dropped by the kernel since the capture started (``isb_ifrecv``,
-    ``isb_ifdrop``), set through :attr:`kernel` by the capture loop.
+    ``isb_ifdrop``), read through :attr:`kernel_stats` (set by the capture process to the
+    backend's ``kernel_stats``: ``() -> (received, dropped)``) when the file is closed, so
+    they count at least the packets written so far; ``None`` (streams): no counters.
     """
 
     def __init__(self, path: str, files: int = 0, file_bytes: int = 0,
@@ -455,7 +458,7 @@ class RotatingPcapNg:
         self.snaplen = snaplen
         self.packets = 0
         self.files_opened = 0
-        self.kernel: tuple[int, int] | None = None
+        self.kernel_stats: Callable[[], tuple[int, int]] | None = None
         self.start_ns = time.time_ns()
         self.last_ts = 0
         self.names: deque[str] = deque()
@@ -498,7 +501,7 @@ class RotatingPcapNg:
         if w is None:
             return
         w.close()
-        rec, drops = self.kernel if self.kernel is not None else (None, None)
+        rec, drops = self.kernel_stats() if self.kernel_stats is not None else (None, None)
         for iface in w.link_types:
             f.write(isb_block(iface, self.last_ts or time.time_ns(), self.start_ns, rec, drops,
                               "kafkasniff live: counters since the capture started"))
@@ -538,6 +541,25 @@ def stats_json(snap, final: bool = False) -> str:
     d = {"type": "stats", "final": final}
     d.update(snap.to_dict())
     return json.dumps(d)
+
+
+def drain_line(snap, prev, reason: str, since_s: float, done: int, workers: int) -> str:
+    """A line on stderr while an orderly stop goes on (``live`` after Ctrl-C): what is left
+    to decode (the snapshot's ``backlog``: packets captured before the stop and not decoded
+    yet), the decoding rate since ``prev`` (an earlier snapshot, or ``None``), the seconds
+    since the stop, and how to cut it short. Once nothing is left, the decoders still
+    finishing (``done`` of ``workers``: pending requests, end barrier, Parquet files)."""
+    head = f"kafkasniff: stopping ({reason}), {since_s:.1f}s so far: "
+    if snap.backlog > 0:
+        rate = ""
+        dt = snap.elapsed_s - prev.elapsed_s if prev is not None else 0.0
+        if dt > 0:
+            rate = f" at {_rate((snap.decoded - prev.decoded) / dt)} packets/s"
+        what = (f"decoding the packets captured before the stop, {snap.backlog:,} left"
+                f" ({snap.decoded:,} decoded{rate})")
+    else:
+        what = f"decoders finishing ({done} of {workers} done)"
+    return head + what + "; Ctrl-C again to stop at once (exit 130)"
 
 
 def summary_line(snap, shown: int | None, source: str) -> str:

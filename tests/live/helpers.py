@@ -140,3 +140,90 @@ def records_of(lines: list[dict], types=("exchange", "issue"), drop_times: bool 
 
 def parse_json_lines(text: str) -> list[dict]:
     return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+# --------------------------------------------------------------------------- traffic on lo
+
+
+def kafka_frames(n: int) -> list[bytes]:
+    """``n`` Ethernet frames replaying the repository's client captures with fresh endpoints
+    (broker port 9092), addressed so that on ``lo`` only packet sockets see them
+    (``bench/live_traffic.py``)."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    import live_traffic
+
+    return live_traffic.build_frames(live_traffic.default_seeds(), n)
+
+
+class Blaster:
+    """Sends frames on ``lo`` through an ``AF_PACKET`` socket at about ``rate`` packets/s in
+    a thread, until the frames run out or :meth:`stop`; ``sent`` counts them."""
+
+    def __init__(self, frames: list[bytes], rate: float) -> None:
+        self.frames = frames
+        self.rate = rate
+        self.sent = 0
+        self._stop = threading.Event()
+        self._t = threading.Thread(target=self._run, daemon=True)
+
+    def start(self) -> "Blaster":
+        self._t.start()
+        return self
+
+    def _run(self) -> None:
+        s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0)
+        try:
+            s.bind(("lo", 0))
+            t0 = time.monotonic()
+            for fr in self.frames:
+                if self._stop.is_set():
+                    break
+                ahead = self.sent / self.rate - (time.monotonic() - t0)
+                if ahead > 0.001:
+                    time.sleep(ahead)
+                try:
+                    s.send(fr)
+                except BlockingIOError:
+                    time.sleep(0.001)
+                    continue
+                self.sent += 1
+        finally:
+            s.close()
+
+    def stop(self) -> int:
+        self._stop.set()
+        self._t.join(10)
+        return self.sent
+
+    @property
+    def running(self) -> bool:
+        return self._t.is_alive()
+
+
+def pcapng_blocks(path) -> list[tuple[int, bytes]]:
+    """``(block type, body)`` of every block of a little-endian pcapng file."""
+    import struct
+
+    data = Path(path).read_bytes()
+    out, off = [], 0
+    while off + 12 <= len(data):
+        btype, blen = struct.unpack_from("<II", data, off)
+        out.append((btype, data[off + 8:off + blen - 4]))
+        off += blen
+    return out
+
+
+def isb_counters(body: bytes) -> dict[int, int]:
+    """The 64-bit options of an Interface Statistics Block body (``4``: ``isb_ifrecv``,
+    ``5``: ``isb_ifdrop``)."""
+    import struct
+
+    out, off = {}, 12
+    while off + 4 <= len(body):
+        code, length = struct.unpack_from("<HH", body, off)
+        if code == 0:
+            break
+        if code in (4, 5):
+            out[code] = struct.unpack_from("<Q", body, off + 4)[0]
+        off += 4 + (length + 3) // 4 * 4
+    return out

@@ -103,3 +103,20 @@ def test_attach_filter_on_a_plain_socket():
         bpf.attach_filter(s, bpf.DROP_ALL)
     finally:
         s.close()
+
+
+@pytest.mark.parametrize("expr", ["tcp and (port 1 or", "tcp and ((port 1) or port (2",
+                                  "(tcp prot 9092)"])
+def test_bad_filter_with_parentheses_quoted_once_with_the_reason(expr):
+    """A filter containing '(' once gave ``bad filter 'tcp and (port 1 or': port 1 or'
+    (can't parse…``: the message was cut at the filter's own parenthesis."""
+    with pytest.raises(BadFilter) as exc:
+        bpf.build_filter(expr, bpf.resolve_interface("lo"), 262144)
+    assert str(exc.value) == (f"bad filter {expr!r}: can't parse filter expression: "
+                              "syntax error")
+
+
+def test_bad_filter_other_reasons_kept_whole():
+    with pytest.raises(BadFilter) as exc:
+        bpf.build_filter("port 99999", bpf.resolve_interface("lo"), 262144)
+    assert str(exc.value) == "bad filter 'port 99999': illegal port number 99999 > 65535"

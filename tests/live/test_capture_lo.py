@@ -269,3 +269,11 @@ def test_unknown_interface_and_bad_filter_exit_2():
     p = run_live(["-i", "lo", "-f", "tcp prot 1", "--no-tui"])
     assert p.returncode == 2 and "syntax error" in p.stderr
     assert p.stderr.count("\n") == 1
+
+
+def test_bad_filter_with_parenthesis_one_clear_line():
+    expr = "tcp and (port 1 or"
+    p = run_live(["-i", "lo", "-f", expr, "--no-tui"])
+    assert p.returncode == 2
+    assert p.stderr == (f"kafkasniff: error: bad filter {expr!r}: can't parse filter "
+                        "expression: syntax error\n")
