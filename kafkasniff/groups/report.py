@@ -50,7 +50,7 @@ def render_group(g: Group, *, commits: int = 20) -> str:
             + (f"; requests went to {', '.join(g.coordinator_brokers)}"
                if g.coordinator_brokers and list(g.coordinator_brokers) != [g.coordinator]
                else ""),
-            f"  {'generation' if g.protocol == 'classic' else 'epoch'} {g.generation_id}, "
+            f"  {'epoch' if g.protocol in (CONSUMER, SHARE) else 'generation'} {g.generation_id}, "
             f"{len(g.members)} members, {len(g.rebalances)} rebalances, "
             f"{d['commit_requests']} commit requests"
             + (f" (latency p50 {_ms(lat['p50'])} ms, p99 {_ms(lat['p99'])} ms, max "
@@ -58,14 +58,14 @@ def render_group(g: Group, *, commits: int = 20) -> str:
             + f", {g.exchanges} group exchanges",
             "  errors: " + (", ".join(f"{k}×{v}" for k, v in g.errors) or "none"), ""]
     parts = ["\n".join(head)]
-    gen_label = "gen" if g.protocol == "classic" else "epoch"
+    gen_label = "epoch" if g.protocol in (CONSUMER, SHARE) else "gen"
     parts.append(render_table("Members", [
         "member_id", "instance", "client_id", "host", "joined", "left", "how", gen_label,
         "assignment"], [
         [m.member_id, _short(m.group_instance_id, 30), _short(m.client_id, 30),
          m.client_host or "-", _time(m.joined_ts_ns), _time(m.left_ts_ns),
          m.left_reason or "-",
-         str(m.generation_id if g.protocol == "classic" else m.member_epoch),
+         str(m.member_epoch if g.protocol in (CONSUMER, SHARE) else m.generation_id),
          assignment_text(m.assignment)] for m in g.members]))
     rows = []
     for r in g.rebalances:
