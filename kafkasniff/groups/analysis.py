@@ -129,10 +129,12 @@ class _Ev:
     errors: tuple[str, ...]
     req: dict
     rsp: dict | None
+    exchange_id: str | None = None
 
     @property
     def ref(self) -> ExchangeRef:
-        return ExchangeRef(self.conn_id, self.correlation_id, self.ts_ns)
+        return ExchangeRef(self.conn_id, self.correlation_id, self.ts_ns, self.client,
+                           self.broker, self.exchange_id)
 
     @property
     def end_ts_ns(self) -> int:
@@ -297,9 +299,10 @@ class GroupAnalyzer:
         if topic_id and name:
             self.topic_names[topic_id] = name
 
-    def add(self, ex: Exchange) -> None:
+    def add(self, ex: Exchange, exchange_id: str | None = None) -> None:
         """Feed one exchange (any API: only group APIs, Metadata, Fetch and ListOffsets are
-        read)."""
+        read); ``exchange_id``: its id in the exported tables, kept in the
+        :class:`~kafkasniff.groups.model.ExchangeRef` values of the report."""
         k = ex.api_key
         req = ex.request.body if ex.request is not None else None
         rsp = ex.response.body if ex.response is not None else None
@@ -310,7 +313,7 @@ class GroupAnalyzer:
                 ex.ts_ns, ex.response.first_ts_ns if ex.response is not None else None, k,
                 ex.api_name, ex.conn_id, ex.correlation_id, ex.client, ex.broker,
                 ex.client_id, ex.latency_ns, ex.errors, req,
-                rsp if isinstance(rsp, dict) else None))
+                rsp if isinstance(rsp, dict) else None, exchange_id))
         elif k == FETCH and isinstance(rsp, dict):
             self._fetch_hw(ex, rsp)
         elif k == LIST_OFFSETS and isinstance(rsp, dict) and isinstance(req, dict):
@@ -368,11 +371,19 @@ class GroupAnalyzer:
                 if type(off) is int and off >= 0 and isinstance(t.get("name"), str):
                     self._hw_sample(t["name"], p["partition_index"], ts, off)
 
-    def merge(self, other: "GroupAnalyzer") -> None:
-        """Take in what another analyzer (of another part of the same capture) was fed."""
-        self.events.extend(other.events)
-        self.topic_names.update(other.topic_names)
-        for key, samples in other.hw.items():
+    def snapshot(self) -> dict:
+        """What this analyzer was fed, picklable and without the definitions (for
+        :meth:`merge` in another process)."""
+        return {"events": self.events, "topic_names": self.topic_names, "hw": self.hw}
+
+    def merge(self, other: "GroupAnalyzer | dict") -> None:
+        """Take in what another analyzer (of another part of the same capture, e.g. another
+        ``--jobs`` decoder) was fed: the analyzer or its :meth:`snapshot`."""
+        if isinstance(other, GroupAnalyzer):
+            other = other.snapshot()
+        self.events.extend(other["events"])
+        self.topic_names.update(other["topic_names"])
+        for key, samples in other["hw"].items():
             mine = self.hw.setdefault(key, [])
             mine.extend(samples)
             mine.sort()

@@ -47,17 +47,22 @@ def assignment_text(a: Assignment | None) -> str:
 
 @dataclass(frozen=True, slots=True)
 class ExchangeRef:
-    """Where an exchange is: its TCP connection id, correlation id and request time (ns);
-    with the pipeline's exchanges these find it again."""
+    """Where an exchange is: its TCP connection id, correlation id and request time (ns),
+    its endpoints, and the export's ``exchange_id`` when the analyzer was given it; with
+    the pipeline's exchanges (or the exported ``exchanges`` table) these find it again."""
 
     conn_id: int
     correlation_id: int
     ts_ns: int
+    client: str = ""
+    broker: str = ""
+    exchange_id: str | None = None
 
     def to_dict(self) -> dict:
-        """``{"conn_id", "correlation_id", "ts_ns"}``."""
+        """``{"conn_id", "correlation_id", "ts_ns", "client", "broker", "exchange_id"}``."""
         return {"conn_id": self.conn_id, "correlation_id": self.correlation_id,
-                "ts_ns": self.ts_ns}
+                "ts_ns": self.ts_ns, "client": self.client, "broker": self.broker,
+                "exchange_id": self.exchange_id}
 
 
 @dataclass(frozen=True, slots=True)
