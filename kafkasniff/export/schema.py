@@ -452,8 +452,8 @@ TABLE_DESCRIPTIONS = {
                  "`min(ts) GROUP BY topic_id, topic_name`.",
     "groups": "One row per consumer group (classic, KIP-848, share) seen in group API "
               "exchanges, from the whole capture (docs/groups.md). `ts` is its first group "
-              "exchange. Written by `kafkasniff export` (one decoder: not with `--jobs` > 1, "
-              "nor by `spark decode`).",
+              "exchange. Written by `kafkasniff export` (not by `spark decode` nor `live "
+              "--export`).",
     "members": "One row per member of a group. `ts` is its first exchange.",
     "rebalances": "One row per rebalance, with its trigger and the assignment after it. `ts` "
                   "is its start.",
