@@ -191,6 +191,7 @@ MOCK_GROUP_CAPTURES = {
     "kafka_python": "classic",
     "kafka_python_codecs": "classic",
     "aiokafka": "classic",
+    "librdkafka_rebalance": "classic",
 }
 
 
@@ -295,3 +296,46 @@ def test_capture_joined_mid_stream():
     assert m.joined_ts_ns is None and g.rebalances == ()
     assert g.protocol == "classic" and g.generation_id == m.generation_id > 0
     assert len(g.commits) == 12 and all(c.error is None for c in g.commits)
+
+
+def test_two_members_every_rebalance_the_clients_logged():
+    """librdkafka_rebalance: two members of a classic group; the clients' on_assign
+    callbacks (the truth's rebalance_events) name every assignment they got. Each one is
+    the assignment after one rebalance found on the wire, in order; the triggers are what
+    the scenario did: A joins, B joins, an injected Heartbeat error, B's session times out
+    (a static member closing sends no LeaveGroup), A leaves."""
+    t = truth("librdkafka_rebalance")
+    (g,) = report_of("librdkafka_rebalance").groups
+    a, b = (next(m for m in g.members if m.client_id == c) for c in ("ks-rebal-a",
+                                                                      "ks-rebal-b"))
+    injected = t["injected"][0]["error_names"][0]
+    assert [(r.trigger, r.trigger_member, r.trigger_error) for r in g.rebalances] == [
+        ("join", a.member_id, None), ("join", b.member_id, None), ("error", None, injected),
+        ("session_timeout", b.member_id, None), ("leave", a.member_id, None)]
+    assigns = defaultdict(list)
+    for e in t["rebalance_events"]:
+        if e["event"] == "assign":
+            assigns[e["client"]].append(
+                (tuple(sorted({tp for tp, _ in e["partitions"]})),
+                 tuple(p for _, p in e["partitions"]), e["ts_ns"]))
+    got = defaultdict(list)
+    for r in g.rebalances:
+        for mid, asg in r.assignment:
+            (topic, parts), = asg
+            client = g.members[[m.member_id for m in g.members].index(mid)].client_id
+            got[client].append(((topic,), parts, r))
+    assert set(got) == set(assigns) == {"ks-rebal-a", "ks-rebal-b"}
+    for client, events in assigns.items():
+        assert [(tps, ps) for tps, ps, _ in events] == \
+            [(tps, ps) for tps, ps, _ in got[client]], client
+        # the client's callback ran after the rebalance started, soon after it ended
+        for (_, _, ts), (_, _, r) in zip(events, got[client]):
+            assert r.start_ts_ns < ts and 0 <= ts - r.end_ts_ns < 1_000_000_000
+    assert all(r.complete for r in g.rebalances)
+    assert [len(r.members) for r in g.rebalances] == [1, 2, 2, 1, 0]
+    assert [r.generation_id for r in g.rebalances[:4]] == [2, 3, 4, 5]
+    assert injected in g.rebalances[2].errors
+    assert (b.group_instance_id, b.left_reason, a.left_reason) == \
+        ("ks-rebal-b-static", "session_timeout", "leave")
+    assert {(c.topic, c.partition): c.committed_offset for c in g.commits} == \
+        {(c["topic"], c["partition"]): c["offset"] for c in t["committed"]}
