@@ -175,7 +175,7 @@ class _M:
 class _Round:
     start_ts_ns: int
     prev_members: frozenset
-    causes: list = field(default_factory=list)     # (ts_ns, kind, member or error)
+    causes: list = field(default_factory=list)     # (ts_ns, kind, member or error, member)
     errors: list = field(default_factory=list)
     generation_id: int = -1
     protocol_name: str | None = None
@@ -188,10 +188,13 @@ class _Round:
     planned: dict = field(default_factory=dict)    # the leader's SyncGroup assignments
     synced: set = field(default_factory=set)
     pending: dict = field(default_factory=dict)    # KIP-848: member -> assignment to ack
+    #                                                (None: joined, no assignment yet)
+    awaiting: bool = False                         # a leaver's partitions not given out yet
     refs: list = field(default_factory=list)
 
-    def cause(self, ts_ns: int, kind: str, what: str | None) -> None:
-        self.causes.append((ts_ns, kind, what))
+    def cause(self, ts_ns: int, kind: str, what: str | None, member: str | None = None
+              ) -> None:
+        self.causes.append((ts_ns, kind, what, member if kind == "error" else what))
 
     def error(self, name: str) -> None:
         if name not in self.errors:
@@ -476,7 +479,7 @@ class GroupAnalyzer:
         errors open one when none is open."""
         if name in REBALANCE_ERRORS and g.round is None:
             g.open_round(ev.ts_ns)
-            g.round.cause(ev.ts_ns, "error", name)
+            g.round.cause(ev.ts_ns, "error", name, member)
         r = g.round
         if r is not None:
             r.error(name)
@@ -522,11 +525,12 @@ class GroupAnalyzer:
                                                 if isinstance(t, str))
                     m.rack_id = _str(meta.get("rack_id")) or m.rack_id
                     break
-            rejoin = m.left_ts_ns is not None
+            fenced = m.left_reason == "fenced"        # rejoins because of an error answer
+            rejoin = m.left_ts_ns is not None and not fenced
             if m.joined_ts_ns is None or rejoin:
                 m.joined_ts_ns = ev.ts_ns
             m.left_ts_ns = m.left_reason = None
-            if (mid not in r.prev_members or rejoin) and mid not in r.joined:
+            if (mid not in r.prev_members or rejoin) and mid not in r.joined and not fenced:
                 r.joined.append(mid)
                 r.cause(ev.ts_ns, "join", mid)
         if err is not None:
@@ -713,16 +717,17 @@ class GroupAnalyzer:
 
     @staticmethod
     def _trigger(r: _Round, missing: list, protocol: str) -> tuple[str, str | None, str | None]:
-        causes = sorted(r.causes, key=lambda c: c[0])
-        for ts, kind, what in causes:
-            if kind in ("join", "leave"):
-                return kind, what, None
-        if missing:
+        """The earliest join, leave or error of the round; a session timeout when members
+        are missing and the first sign was an error answer (or nothing)."""
+        causes = sorted((c for c in r.causes if c[1] in ("join", "leave", "error")),
+                        key=lambda c: c[0])
+        first = causes[0] if causes else None
+        if missing and (first is None or first[1] == "error"):
             return "session_timeout", missing[0], None
-        for ts, kind, what in causes:
-            if kind == "error":
-                return "error", None, what
-        for ts, kind, what in causes:
+        if first is not None:
+            return (first[1], first[3], None) if first[1] != "error" else \
+                ("error", first[3], first[2])
+        for ts, kind, what, _ in r.causes:
             if kind in ("assignment_change", "unknown"):
                 return kind, None, None
         return ("rejoin" if protocol == CLASSIC else "assignment_change"), None, None
@@ -753,13 +758,15 @@ class GroupAnalyzer:
             m.subscribed_topics = tuple(t for t in subs if isinstance(t, str))
         if epoch == 0:                                           # a join
             self._timeouts(g, ev)
+            fenced = m.left_reason == "fenced"                   # rejoins after an error
             r = g.open_round(ev.ts_ns)
             if ev.ref not in r.refs:
                 r.refs.append(ev.ref)
-            if mid not in r.joined:
+            if mid not in r.joined and not fenced and mid not in r.pending:
                 r.joined.append(mid)
-            r.cause(ev.ts_ns, "join", mid)
-            m.joined_ts_ns = ev.ts_ns
+                r.cause(ev.ts_ns, "join", mid)
+                m.joined_ts_ns = ev.ts_ns
+            r.pending.setdefault(mid, None)                      # until its assignment
             m.left_ts_ns = m.left_reason = None
             g.current.add(mid)
         elif epoch in (-1, -2):                                  # a leave
@@ -772,7 +779,9 @@ class GroupAnalyzer:
             r.pending.pop(mid, None)
             r.assignment.pop(mid, None)
             g.current.discard(mid)
-            if not r.pending:
+            if m.assignment and g.current:     # its partitions go to the others: wait
+                r.awaiting = True
+            if not r.pending and not r.awaiting:
                 self._close(g, ev.end_ts_ns)
             return
         else:
@@ -781,12 +790,13 @@ class GroupAnalyzer:
             m.member_epoch = max(m.member_epoch, epoch)
             owned = q.get("topic_partitions")
             r = g.round
-            if protocol == CONSUMER and r is not None and mid in r.pending and \
-                    isinstance(owned, list) and self._id_assignment(owned) == r.pending[mid]:
+            if protocol == CONSUMER and r is not None and r.pending.get(mid) is not None \
+                    and isinstance(owned, list) and \
+                    self._id_assignment(owned) == r.pending[mid]:
                 r.pending.pop(mid)                               # acknowledged
                 if ev.ref not in r.refs:
                     r.refs.append(ev.ref)
-                if not r.pending:
+                if not r.pending and not r.awaiting:
                     self._close(g, ev.ts_ns)
         if a is None:
             return
@@ -821,10 +831,13 @@ class GroupAnalyzer:
             return
         m.assignment = got
         r.assignment[mid] = got
+        r.awaiting = False
         if protocol == CONSUMER:
             r.pending[mid] = got
-        elif not r.pending and all(x in r.assignment for x in g.current):
-            self._close(g, ev.rsp_ts_ns)
+        else:                                       # share members do not acknowledge
+            r.pending.pop(mid, None)
+            if not r.pending:
+                self._close(g, ev.rsp_ts_ns)
 
     def _timeouts(self, g: _G, ev: _Ev) -> None:
         """KIP-848 / share members silent for longer than the session timeout are gone."""

@@ -153,7 +153,8 @@ class Rebalance:
             a new epoch or assignment without a visible member change: a subscription or
             metadata change, or a member not in the capture), ``rejoin`` (known members
             rejoined a classic group without a visible cause).
-        trigger_member: the member that joined, left or timed out (None if n/a).
+        trigger_member: the member that joined, left, timed out, or got the error answer
+            (None if n/a).
         trigger_error: the error name of an ``error`` trigger (REBALANCE_IN_PROGRESS,
             UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, FENCED_MEMBER_EPOCH ...), else None.
         errors: error names of the group's answers during the rebalance, first seen first.

@@ -309,9 +309,12 @@ def test_two_members_every_rebalance_the_clients_logged():
     a, b = (next(m for m in g.members if m.client_id == c) for c in ("ks-rebal-a",
                                                                       "ks-rebal-b"))
     injected = t["injected"][0]["error_names"][0]
-    assert [(r.trigger, r.trigger_member, r.trigger_error) for r in g.rebalances] == [
-        ("join", a.member_id, None), ("join", b.member_id, None), ("error", None, injected),
-        ("session_timeout", b.member_id, None), ("leave", a.member_id, None)]
+    assert [(r.trigger, r.trigger_error) for r in g.rebalances] == [
+        ("join", None), ("join", None), ("error", injected), ("session_timeout", None),
+        ("leave", None)]
+    assert [r.trigger_member for r in g.rebalances[:2] + g.rebalances[3:]] == \
+        [a.member_id, b.member_id, b.member_id, a.member_id]
+    assert g.rebalances[2].trigger_member in (a.member_id, b.member_id)   # who got it
     assigns = defaultdict(list)
     for e in t["rebalance_events"]:
         if e["event"] == "assign":
@@ -339,3 +342,49 @@ def test_two_members_every_rebalance_the_clients_logged():
         ("ks-rebal-b-static", "session_timeout", "leave")
     assert {(c.topic, c.partition): c.committed_offset for c in g.commits} == \
         {(c["topic"], c["partition"]): c["offset"] for c in t["committed"]}
+
+
+def _states(events: list[dict], client: str) -> list[tuple]:
+    """The client's assignment after each callback (incremental with KIP-848), empty ones
+    and repeats dropped: the assignments it held, in order."""
+    cur: set = set()
+    out: list[tuple] = []
+    for e in events:
+        if e["client"] != client:
+            continue
+        tps = {tuple(tp) for tp in e["partitions"]}
+        cur = cur | tps if e["event"] == "assign" else cur - tps
+        state = tuple(sorted(cur))
+        if state and (not out or out[-1] != state):
+            out.append(state)
+    return out
+
+
+def test_kip848_two_members_every_rebalance_the_clients_logged():
+    """librdkafka_rebalance_848: two KIP-848 members; the assignments their incremental
+    callbacks built up are, in order, the assignments after the rebalances found (joins
+    wait for the joiner's first assignment and its acknowledgement; a member fenced by an
+    injected FENCED_MEMBER_EPOCH rejoins inside the error's rebalance; a leave waits for
+    its partitions to reach the other member)."""
+    t = truth("librdkafka_rebalance_848")
+    (g,) = report_of("librdkafka_rebalance_848").groups
+    assert g.protocol == "consumer"
+    a, b = (next(m for m in g.members if m.client_id == c) for c in ("ks-848-a", "ks-848-b"))
+    injected = t["injected"][0]["error_names"][0]
+    assert [(r.trigger, r.trigger_member, r.trigger_error) for r in g.rebalances] == [
+        ("join", a.member_id, None), ("join", b.member_id, None),
+        ("error", a.member_id, injected), ("leave", b.member_id, None),
+        ("leave", a.member_id, None)]
+    for client, m in (("ks-848-a", a), ("ks-848-b", b)):
+        got = [tuple((tp, p) for tp, ps in r.assignment_of(m.member_id) for p in ps)
+               for r in g.rebalances if r.assignment_of(m.member_id)]
+        assert got == _states(t["rebalance_events"], client), client
+    assert all(r.complete and r.end_ts_ns is not None for r in g.rebalances)
+    assert [len(r.members) for r in g.rebalances] == [1, 2, 2, 1, 0]
+    # epochs only grow; the rebalance ends after the last callback of its members
+    epochs = [r.generation_id for r in g.rebalances[:4]]
+    assert epochs == sorted(epochs) and epochs[0] > 0
+    assert (a.left_reason, b.left_reason) == ("leave", "leave")
+    want = {(c["topic"], c["partition"]): c["offset"] for c in t["committed"]
+            if c["offset"] >= 0}
+    assert {(c.topic, c.partition): c.committed_offset for c in g.commits} == want
