@@ -306,6 +306,12 @@ class GroupAnalyzer:
         """Feed one exchange (any API: only group APIs, Metadata, Fetch and ListOffsets are
         read); ``exchange_id``: its id in the exported tables, kept in the
         :class:`~kafkasniff.groups.model.ExchangeRef` values of the report."""
+        try:
+            self._add(ex, exchange_id)
+        except (AttributeError, KeyError, TypeError, ValueError):
+            pass      # a body the analysis does not expect (a peer's departure): skipped
+
+    def _add(self, ex: Exchange, exchange_id: str | None) -> None:
         k = ex.api_key
         req = ex.request.body if ex.request is not None else None
         rsp = ex.response.body if ex.response is not None else None
