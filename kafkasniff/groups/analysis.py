@@ -187,6 +187,7 @@ class _Round:
     assignment: dict = field(default_factory=dict)
     planned: dict = field(default_factory=dict)    # the leader's SyncGroup assignments
     synced: set = field(default_factory=set)
+    last_sync_ts_ns: int | None = None             # the last SyncGroup answer of the round
     pending: dict = field(default_factory=dict)    # KIP-848: member -> assignment to ack
     #                                                (None: joined, no assignment yet)
     awaiting: bool = False                         # a leaver's partitions not given out yet
@@ -514,6 +515,10 @@ class GroupAnalyzer:
         g.touch(ev)
         g.set_protocol(CLASSIC)
         g.protocol_type = _str(q.get("protocol_type")) or g.protocol_type
+        if g.round is not None and g.round.synced:
+            # members synced and a JoinGroup comes: the leader's answer (the generation's
+            # member list) was not captured; the round ended at its last SyncGroup answer
+            self._close(g, g.round.last_sync_ts_ns, complete=False)
         r = g.open_round(ev.ts_ns)
         r.refs.append(ev.ref)
         mid = (_str(a.get("member_id")) if a else None) or _str(q.get("member_id"))
@@ -613,6 +618,7 @@ class GroupAnalyzer:
         m.generation_id = gen
         r.assignment[mid] = got
         r.synced.add(mid)
+        r.last_sync_ts_ns = ev.rsp_ts_ns
         if mid not in r.members:
             r.members.append(mid)
         if r.leader_members and set(r.members) <= r.synced:
@@ -1035,7 +1041,7 @@ class GroupAnalyzer:
     # ------------------------------------------------------------------ output
     def _freeze(self, g: _G) -> Group:
         if g.round is not None:                              # did not end in the capture
-            self._close(g, None, complete=False)
+            self._close(g, g.round.last_sync_ts_ns, complete=False)
         coordinator = g.coordinator or next(iter(g.brokers), None)
         errors = tuple(sorted(g.errors.items(), key=lambda kv: (-kv[1], kv[0])))
         members = sorted(g.members.values(), key=lambda m: (m.first_ts_ns, m.member_id))
