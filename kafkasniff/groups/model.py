@@ -83,6 +83,8 @@ class Member:
             with epoch -1/-2), ``session_timeout`` (it stopped talking to the coordinator and
             a later generation lacks it), ``fenced`` (answered UNKNOWN_MEMBER_ID or
             FENCED_MEMBER_EPOCH and not seen again); None when still a member at the end.
+            For a session timeout the time is its last exchange (the coordinator's timer is
+            not on the wire).
         generation_id: its last classic generation (-1 for KIP-848 and share members).
         member_epoch: its last KIP-848 / share member epoch (-1 for classic members).
         assignment: its last known assignment (None when never seen).
