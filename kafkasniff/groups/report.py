@@ -104,6 +104,7 @@ def render_groups(report: GroupsReport, *, commits: int = 20) -> str:
     if report.groups_dropped:
         summary += f" ({report.groups_dropped} groups beyond the limit not tracked)"
     if not report.groups:
-        summary = "no consumer group traffic found; " + summary
+        summary = ("no consumer group traffic found; " if not report.group_exchanges
+                   else "no group to show (see --group); ") + summary
     parts.append(summary + "\n")
     return "\n".join(parts)

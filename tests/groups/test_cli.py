@@ -43,6 +43,8 @@ def test_json_report_is_the_analysis():
 def test_group_filter_and_no_groups():
     doc = json.loads(run("groups", "--json", "--group", "java-gshare", JAVA).output)
     assert [g["group_id"] for g in doc["groups"]] == ["java-gshare"]
+    res = run("groups", "--group", "no-such-group", JAVA)
+    assert res.exit_code == 0 and res.output.startswith("no group to show")
     res = run("groups", CAPTURES / "crafted_throttle.pcap")
     assert res.exit_code == 0
     assert res.output.startswith("no consumer group traffic found")
