@@ -24,6 +24,7 @@ class LazyGroup(click.Group):
 
     lazy = {
         "export": ("kafkasniff.cli.export", "export_command"),
+        "groups": ("kafkasniff.cli.groups", "groups_command"),
         "tui": ("kafkasniff.cli.tui", "tui_command"),
         "live": ("kafkasniff.cli.live", "live_command"),
         "spark": ("kafkasniff.cli.spark", "spark_group"),

@@ -29,7 +29,15 @@ SCHEMA_VERSION = 1
 """Version of the table layout; written into every file's key-value metadata."""
 
 TABLES = ("exchanges", "partitions", "records", "issues", "connections", "topic_ids")
-"""Every table, in the order of ``docs/parquet-schema.md``."""
+"""The tables of exchanges, issues and connections (every writer of decoded exchanges: export,
+``live --export``, ``spark decode``), in the order of ``docs/parquet-schema.md``."""
+
+GROUP_TABLES = ("groups", "members", "rebalances", "commits")
+"""The consumer-group tables (:mod:`kafkasniff.groups`), written by ``kafkasniff export`` from
+the whole capture once it is decoded (docs/groups.md)."""
+
+ALL_TABLES = TABLES + GROUP_TABLES
+"""Every table."""
 
 META_VERSION_KEY = "kafkasniff.schema_version"
 META_TABLE_KEY = "kafkasniff.table"
@@ -43,10 +51,23 @@ HEADERS = pa.list_(pa.field("element", pa.struct([
                                                             "null"}),
 ])))
 
+INT32_LIST = pa.list_(pa.field("element", pa.int32()))
+TOPIC_PARTITIONS = pa.list_(pa.field("element", pa.struct([
+    pa.field("topic", pa.string(), metadata={"description": "topic name (the topic id when "
+                                                            "its name was not seen)"}),
+    pa.field("partitions", INT32_LIST, metadata={"description": "partition indexes, sorted"}),
+])))
+MEMBER_ASSIGNMENTS = pa.list_(pa.field("element", pa.struct([
+    pa.field("member_id", pa.string(), metadata={"description": "the member"}),
+    pa.field("topic", pa.string(), metadata={"description": "topic name (or id)"}),
+    pa.field("partitions", INT32_LIST, metadata={"description": "partition indexes, sorted"}),
+])))
+
 _TYPES = {
     "string": pa.string(), "binary": pa.binary(), "bool": pa.bool_(), "double": pa.float64(),
     "int8": pa.int8(), "int16": pa.int16(), "int32": pa.int32(), "int64": pa.int64(),
     "timestamp": TIMESTAMP, "list<string>": STRING_LIST, "headers": HEADERS,
+    "topic_partitions": TOPIC_PARTITIONS, "member_assignments": MEMBER_ASSIGNMENTS,
 }
 
 # (name, type, nullable, description). "!" after the type: not nullable.
@@ -296,6 +317,129 @@ _SPECS: dict[str, list[tuple[str, str, str]]] = {
     ],
 }
 
+_GROUP_ID = ("group_id", "string!", "the consumer (or share) group id")
+_PROTOCOL = ("protocol", "string!", "`classic` (JoinGroup/SyncGroup), `consumer` (KIP-848 "
+                                    "ConsumerGroupHeartbeat), `share` (KIP-932 "
+                                    "ShareGroupHeartbeat) or `unknown` (offsets or lookups "
+                                    "only)")
+
+_SPECS.update({
+    "groups": _COMMON + [
+        _GROUP_ID,
+        _PROTOCOL,
+        ("protocol_type", "string", "classic `protocol_type` (`consumer`, `connect` ...); "
+                                    "`consumer` for KIP-848, `share` for share groups"),
+        ("protocol_name", "string", "the assignor: classic `protocol_name` (`range`, "
+                                    "`cooperative-sticky` ...), KIP-848 `server_assignor`"),
+        ("coordinator", "string", "`host:port` of the coordinator FindCoordinator named, else "
+                                  "the broker endpoint the group's requests went to"),
+        ("coordinator_node_id", "int32!", "node id of the coordinator (-1: no FindCoordinator "
+                                          "answer seen)"),
+        ("coordinator_brokers", "list<string>!", "broker endpoints the group's requests went "
+                                                 "to, first first"),
+        ("state", "string", "last `group_state` a DescribeGroups / ListGroups / "
+                            "ConsumerGroupDescribe answer gave"),
+        ("first_ts", "timestamp!", "first group exchange (= `ts`)"),
+        ("first_ts_ns", "int64!", "the same in ns"),
+        ("last_ts", "timestamp!", "last group exchange (its response)"),
+        ("last_ts_ns", "int64!", "the same in ns"),
+        ("generation_id", "int32!", "last classic generation, or the largest KIP-848 / share "
+                                    "member epoch (-1: none seen)"),
+        ("members", "int32!", "members seen"),
+        ("rebalances", "int32!", "rebalances seen (rows of `rebalances`)"),
+        ("commit_requests", "int64!", "answered OffsetCommit / TxnOffsetCommit requests"),
+        ("commit_latency_p50_ns", "int64", "their latency, median (nearest rank), ns"),
+        ("commit_latency_p99_ns", "int64", "99th percentile (nearest rank), ns"),
+        ("commit_latency_max_ns", "int64", "largest, ns"),
+        ("errors", "list<string>!", "error names of the group's answers, most frequent first"),
+        ("error_count", "int64!", "group exchanges answered with an error (per name, summed)"),
+        ("exchanges", "int64!", "group API exchanges of the group"),
+    ],
+    "members": _COMMON + [
+        _GROUP_ID,
+        _PROTOCOL,
+        ("member_id", "string!", "member id as the coordinator named it"),
+        ("group_instance_id", "string", "static membership id (KIP-345; KIP-848 "
+                                        "`instance_id`)"),
+        ("client_id", "string", "client_id of its requests"),
+        ("client_host", "string!", "IP address of its connection to the coordinator (empty: "
+                                   "only named by another member's or a Describe answer)"),
+        ("client", "string!", "its first connection's client endpoint `ip:port` (empty when "
+                              "not seen)"),
+        ("first_ts", "timestamp!", "first exchange of the member (= `ts`)"),
+        ("first_ts_ns", "int64!", "the same in ns"),
+        ("last_ts_ns", "int64!", "last exchange of the member, ns"),
+        ("joined_ts_ns", "int64", "when it joined (JoinGroup, heartbeat with epoch 0), ns; "
+                                  "null: a member before the capture began"),
+        ("left_ts_ns", "int64", "when it left, ns; null: still a member at the end"),
+        ("left_reason", "string", "`leave` (LeaveGroup, epoch -1/-2), `session_timeout`, "
+                                  "`fenced` (UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH ...)"),
+        ("generation_id", "int32!", "its last classic generation (-1: n/a)"),
+        ("member_epoch", "int32!", "its last KIP-848 / share member epoch (-1: n/a)"),
+        ("assignment", "topic_partitions", "its last assignment; null when never seen"),
+        ("subscribed_topics", "list<string>!", "topics it subscribed to"),
+        ("rack_id", "string", "its rack"),
+        ("session_timeout_ms", "int32!", "JoinGroup `session_timeout_ms` (-1: not on the wire)"),
+        ("rebalance_timeout_ms", "int32!", "JoinGroup / ConsumerGroupHeartbeat "
+                                           "`rebalance_timeout_ms` (-1: not on the wire)"),
+        ("exchanges", "int64!", "group API exchanges of the member"),
+    ],
+    "rebalances": _COMMON + [
+        _GROUP_ID,
+        _PROTOCOL,
+        ("rebalance_index", "int32!", "1, 2 ... in the group, in start order"),
+        ("start_ts", "timestamp!", "its first sign on the wire (= `ts`; docs/groups.md)"),
+        ("start_ts_ns", "int64!", "the same in ns"),
+        ("end_ts", "timestamp", "every member of the new generation / epoch holds its "
+                                "assignment; null: not before the capture ended"),
+        ("end_ts_ns", "int64", "the same in ns"),
+        ("duration_ns", "int64", "`end_ts_ns - start_ts_ns`"),
+        ("duration_ms", "double", "the same in milliseconds"),
+        ("trigger", "string!", "`join`, `leave`, `session_timeout`, `error`, "
+                               "`assignment_change`, `rejoin` or `unknown` (docs/groups.md)"),
+        ("trigger_member", "string", "the member that joined, left or timed out"),
+        ("trigger_error", "string", "error name of an `error` trigger (REBALANCE_IN_PROGRESS, "
+                                    "UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH ...)"),
+        ("errors", "list<string>!", "error names of the group's answers during it"),
+        ("generation_id", "int32!", "the generation (classic) or largest member epoch "
+                                    "(KIP-848, share) it produced; -1: not seen"),
+        ("protocol_name", "string", "the assignor"),
+        ("leader", "string", "classic: the leader member id"),
+        ("members", "list<string>!", "member ids of the new generation / epoch"),
+        ("member_count", "int32!", "their number"),
+        ("joined", "list<string>!", "members that joined in it"),
+        ("left", "list<string>!", "members that left in it"),
+        ("assignment", "member_assignments!", "the assignment after it: one element per "
+                                              "member and topic"),
+        ("complete", "bool!", "every member's assignment was seen"),
+        ("exchange_ids", "list<string>!", "`exchange_id` of its group exchanges (joins "
+                                          "`exchanges`)"),
+    ],
+    "commits": _COMMON + [
+        _GROUP_ID,
+        ("exchange_id", "string", "the commit exchange (joins `exchanges`)"),
+        ("client", "string!", "client endpoint of the request"),
+        ("broker", "string!", "broker endpoint"),
+        ("correlation_id", "int32!", "correlation id of the request"),
+        ("client_id", "string", "client_id of the request"),
+        ("api_name", "string!", "`OffsetCommit` or `TxnOffsetCommit`"),
+        ("member_id", "string!", "`member_id` of the request (empty for simple commits)"),
+        ("generation_id", "int32!", "`generation_id` (`generation_id_or_member_epoch` since "
+                                    "OffsetCommit v9); -1 when none"),
+        ("topic", "string!", "topic name (the id when its name was not seen)"),
+        ("topic_id", "string", "topic id when the request carried one (OffsetCommit v10+)"),
+        ("partition", "int32!", "partition index"),
+        ("committed_offset", "int64!", "the offset committed"),
+        ("committed_leader_epoch", "int32!", "its leader epoch (-1: none)"),
+        ("error", "string", "the partition's error name in the answer; null: success or no "
+                            "answer"),
+        ("answered", "bool!", "the answer was captured"),
+        ("latency_ns", "int64", "the exchange's latency, ns"),
+        ("lag", "int64", "last high watermark seen before it (Fetch, ListOffsets) minus "
+                         "`committed_offset`; null: no high watermark seen"),
+    ],
+})
+
 TABLE_DESCRIPTIONS = {
     "exchanges": "One row per exchange (a request and its response, or the lack of one). "
                  "`ts` is the request's first byte (the response's for orphans).",
@@ -313,6 +457,16 @@ TABLE_DESCRIPTIONS = {
                  "once per pair and run. `ts` is when the pair was first seen. A capture split "
                  "into shards yields a pair once per shard: deduplicate with "
                  "`min(ts) GROUP BY topic_id, topic_name`.",
+    "groups": "One row per consumer group (classic, KIP-848, share) seen in group API "
+              "exchanges, from the whole capture (docs/groups.md). `ts` is its first group "
+              "exchange. Written by `kafkasniff export` (not by `spark decode` nor `live "
+              "--export`).",
+    "members": "One row per member of a group. `ts` is its first exchange.",
+    "rebalances": "One row per rebalance, with its trigger and the assignment after it. `ts` "
+                  "is its start.",
+    "commits": "One row per partition of every OffsetCommit / TxnOffsetCommit request, with "
+               "its answer, latency and the lag at that time. `ts` is the request's first "
+               "byte.",
 }
 
 
@@ -326,7 +480,7 @@ def _build(table: str) -> pa.Schema:
                                        META_TABLE_KEY: table})
 
 
-SCHEMAS: dict[str, pa.Schema] = {t: _build(t) for t in TABLES}
+SCHEMAS: dict[str, pa.Schema] = {t: _build(t) for t in ALL_TABLES}
 """Table name -> Arrow schema (field metadata ``description``; schema metadata
 ``kafkasniff.schema_version`` and ``kafkasniff.table``)."""
 
@@ -375,7 +529,7 @@ def schema_markdown() -> str:
     column's name, Arrow type, Spark type, nullability and description."""
     out = [f"Schema version: **{SCHEMA_VERSION}** (Parquet key-value metadata "
            f"`{META_VERSION_KEY}`; the table name is in `{META_TABLE_KEY}`).", ""]
-    for table in TABLES:
+    for table in ALL_TABLES:
         out += [f"### `{table}`", "", TABLE_DESCRIPTIONS[table], "",
                 "| column | type | Spark | null | meaning |",
                 "| --- | --- | --- | --- | --- |"]

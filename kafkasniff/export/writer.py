@@ -41,7 +41,7 @@ from kafkasniff.export.paths import (
     safe_name,
     source_name,
 )
-from kafkasniff.export.schema import SCHEMAS, TABLES, TIMESTAMP
+from kafkasniff.export.schema import ALL_TABLES, GROUP_TABLES, SCHEMAS, TABLES, TIMESTAMP
 from kafkasniff.issues import IssueKind, Severity
 from kafkasniff.model import ConnectionSummary, DecodeIssue, Exchange, TopicName, connection_id_of
 
@@ -266,8 +266,10 @@ class ExportSink:
             buffer is written as a row group early.
         defs: definitions used to read bodies (default: the installed ones).
         tables: the tables written (rows of others are ignored, and only these get an empty
-            file when they have no rows); default: every table, ``records`` only with
-            ``with_records``.
+            file when they have no rows); default: the tables of exchanges, issues and
+            connections (:data:`~kafkasniff.export.schema.TABLES`), ``records`` only with
+            ``with_records``; the group tables (:data:`~kafkasniff.export.schema.GROUP_TABLES`,
+            :meth:`add_groups`) only when named.
 
     Feed pipeline values with :meth:`add` (or rows with :meth:`add_rows`), then
     :meth:`close` (or :meth:`abort` on failure). ``counts`` holds rows per table.
@@ -291,7 +293,7 @@ class ExportSink:
         self.with_records = with_records
         if tables is None:
             tables = tuple(t for t in TABLES if with_records or t != "records")
-        unknown = set(tables) - set(TABLES)
+        unknown = set(tables) - set(ALL_TABLES)
         if unknown:
             raise ValueError(f"unknown table(s): {', '.join(sorted(unknown))}")
         self.tables = tuple(tables)
@@ -416,6 +418,12 @@ class ExportSink:
         else:
             raise TypeError(f"cannot export a {t.__name__}")
 
+    def add_groups(self, report, *, capture: str) -> None:
+        """Write the group tables' rows of a :class:`kafkasniff.groups.model.GroupsReport`
+        (tables not in :attr:`tables` are skipped)."""
+        for table, rows in _rows.group_rows(report, capture).items():
+            self.add_rows(table, rows)
+
     def add_records(self, records: Iterable, *, capture: str, pipeline) -> None:
         """Write the rows of what one :meth:`~kafkasniff.pipeline.Pipeline.feed` /
         ``finish`` call of ``pipeline`` returned: connections are keyed by their first
@@ -465,7 +473,7 @@ def export_captures(sources: list, out_dir: Path, *, options=None, with_records:
                     capture_name: str | None = None, file_tag: str = "",
                     row_group_rows: int = DEFAULT_ROW_GROUP_ROWS,
                     row_group_bytes: int = DEFAULT_ROW_GROUP_BYTES,
-                    on_progress=None) -> dict[str, int]:
+                    on_progress=None, groups: bool = True) -> dict[str, int]:
     """Decode capture files and write every table; returns rows written per table.
 
     Args:
@@ -485,12 +493,16 @@ def export_captures(sources: list, out_dir: Path, *, options=None, with_records:
         row_group_rows: rows per Parquet row group (memory bound per open file).
         row_group_bytes: Arrow bytes per row group (the other memory bound).
         on_progress: ``on_progress(bytes_read, total_bytes)`` every few thousand packets.
+        groups: also write the consumer-group tables (``groups``, ``members``,
+            ``rebalances``, ``commits``: :mod:`kafkasniff.groups`, after the last source;
+            their ``capture`` is the first source's name, or ``capture_name``).
 
     Raises:
         kafkasniff.errors.CaptureError: a source cannot be read at all (files written so far
             for this run are left complete, the ones in progress are removed).
         ValueError: a bad ``fmt`` or ``partition_by``.
     """
+    from kafkasniff.groups.analysis import GroupAnalyzer
     from kafkasniff.pipeline import Pipeline, PipelineOptions
 
     opts = dataclasses.replace(options or PipelineOptions(), meta_records=True,
@@ -498,11 +510,26 @@ def export_captures(sources: list, out_dir: Path, *, options=None, with_records:
     pipe = Pipeline(opts)
     stem_name = capture_name or (source_name(sources[0]) if sources else "capture")
     stem = stem_name + (f"-{file_tag}" if file_tag else "")
+    tables = tuple(t for t in TABLES if with_records or t != "records")
     sink = ExportSink(out_dir, file_stem=stem, fmt=fmt, partition_by=partition_by,
                       with_records=with_records, row_group_rows=row_group_rows,
-                      row_group_bytes=row_group_bytes, defs=pipe.defs)
+                      row_group_bytes=row_group_bytes, defs=pipe.defs,
+                      tables=tables + (GROUP_TABLES if groups else ()))
     stats = pipe.stats
-    add = sink.add_records
+    analyzer = GroupAnalyzer(pipe.defs) if groups else None
+
+    def add(records, *, capture: str, pipeline) -> None:
+        if analyzer is not None:
+            first_seen = pipeline.first_seen_ns
+            for rec in records:
+                if type(rec) is Exchange:
+                    first = first_seen(rec.conn_id)
+                    ck = _rows.connection_key(rec.client, rec.broker,
+                                              first if first is not None else rec.ts_ns)
+                    analyzer.add(rec, _rows.exchange_id(rec, ck))
+                elif type(rec) is TopicName:
+                    analyzer.add_record(rec)
+        sink.add_records(records, capture=capture, pipeline=pipeline)
 
     capture = stem_name
     try:
@@ -522,6 +549,8 @@ def export_captures(sources: list, out_dir: Path, *, options=None, with_records:
                     pipeline=pipe)
                 pipe.account_source(packets.accounting())
         add(pipe.finish(), capture=capture, pipeline=pipe)
+        if analyzer is not None:
+            sink.add_groups(analyzer.finish(pipe.topics.names), capture=stem_name)
     except BaseException:
         sink.abort()
         raise

@@ -8,7 +8,9 @@ import dataclasses
 from pathlib import Path
 
 from kafkasniff.export.paths import source_name
+from kafkasniff.export.schema import GROUP_TABLES, TABLES
 from kafkasniff.export.writer import DEFAULT_ROW_GROUP_ROWS, ExportSink
+from kafkasniff.groups.analysis import GroupAnalyzer
 from kafkasniff.parallel.engine import run_jobs
 from kafkasniff.pipeline import PipelineOptions
 
@@ -19,7 +21,7 @@ def export_jobs(sources: list, out_dir: Path, *, jobs: int, options=None,
                 with_records: bool = False, partition_by: tuple[str, ...] = (),
                 fmt: str = "parquet", capture_name: str | None = None, file_tag: str = "",
                 row_group_rows: int = DEFAULT_ROW_GROUP_ROWS,
-                on_progress=None) -> dict[str, int]:
+                on_progress=None, groups: bool = True) -> dict[str, int]:
     """:func:`kafkasniff.export.writer.export_captures` with ``jobs`` decoder processes:
     the same rows (file names gain ``-j<decoder>``: ``part-<capture>[-<file_tag>]-j<i>-<n>``).
     Returns rows written per table.
@@ -34,10 +36,12 @@ def export_jobs(sources: list, out_dir: Path, *, jobs: int, options=None,
     stem_name = capture_name or (source_name(sources[0]) if sources else "capture")
     stem = stem_name + (f"-{file_tag}" if file_tag else "")
     names = [capture_name or source_name(s) for s in sources]
+    tables = tuple(t for t in TABLES if with_records or t != "records")
     sink = ExportSink(out_dir, file_stem=stem, fmt=fmt, partition_by=partition_by,
-                      with_records=with_records, row_group_rows=row_group_rows)
+                      with_records=with_records, row_group_rows=row_group_rows,
+                      tables=tables + (GROUP_TABLES if groups else ()))
     spec = dict(out_dir=out_dir, stem=stem, fmt=fmt, partition_by=sink.partition_by,
-                with_records=with_records, row_group_rows=row_group_rows)
+                with_records=with_records, row_group_rows=row_group_rows, groups=groups)
 
     def on_item(item) -> None:
         _, issue, capture, first_ts, fallback = item
@@ -49,6 +53,11 @@ def export_jobs(sources: list, out_dir: Path, *, jobs: int, options=None,
     except BaseException:
         sink.abort()
         raise
-    for counts, _files in res.results:
+    analyzer = GroupAnalyzer(sink.defs) if groups else None
+    for counts, _files, group_state in res.results:
         sink.add_counts(counts)
+        if analyzer is not None and group_state is not None:
+            analyzer.merge(group_state)
+    if analyzer is not None:          # the groups span decoders: analysed here, as one
+        sink.add_groups(analyzer.finish(), capture=stem_name)
     return sink.close(empty_ts_ns=res.stats.first_ts_ns)

@@ -132,17 +132,31 @@ class ExportOutput(Output):
                                fmt=spec["fmt"], partition_by=spec["partition_by"],
                                with_records=spec["with_records"],
                                row_group_rows=spec["row_group_rows"], defs=defs)
+        self.groups = None                  # the group tables: written by the reader
+        if spec.get("groups"):
+            from kafkasniff.groups.analysis import GroupAnalyzer
+
+            self.groups = GroupAnalyzer(defs)
 
     def exchange(self, ex, first_ts, capture):
         self.sink.add(ex, capture=capture, conn_first_ts_ns=first_ts)
+        if self.groups is not None:
+            from kafkasniff.export.rows import connection_key, exchange_id
+
+            ck = connection_key(ex.client, ex.broker, first_ts if first_ts is not None
+                                else ex.ts_ns)
+            self.groups.add(ex, exchange_id(ex, ck))
         return None
 
     def meta(self, rec, capture, first_ts):
         self.sink.add(rec, capture=capture)
+        if self.groups is not None:
+            self.groups.add_record(rec)
         return None
 
     def result(self):
-        return self.sink.close(empty_files=False), self.sink.files
+        return (self.sink.close(empty_files=False), self.sink.files,
+                self.groups.snapshot() if self.groups is not None else None)
 
     def abort(self) -> None:
         self.sink.abort()

@@ -38,6 +38,12 @@ import shutil
 from pathlib import Path
 from typing import Callable
 
+from kafkasniff.spark.groups_report import (
+    GROUP_REPORTS,
+    build_group_reports,
+    register_group_views,
+)
+
 __all__ = [
     "PERCENTILE_ACCURACY",
     "QUANTILES",
@@ -72,6 +78,7 @@ REPORTS = {
     "throughput_per_minute": "Produce and fetch throughput per topic per minute (record "
                              "data)",
     "issues_by_kind": "Issues by kind and severity",
+    **GROUP_REPORTS,
 }
 
 
@@ -126,6 +133,7 @@ def register_views(spark, root: str | os.PathLike[str], fmt: str | None = None) 
         if df is not None:
             df.createOrReplaceTempView(table)
             views[table] = df
+    views.update(register_group_views(spark, root, fmt))
     for v in HELPER_VIEWS:
         spark.catalog.dropTempView(v)
     if "topic_ids" in views:
@@ -279,6 +287,7 @@ def build_reports(spark, views: dict) -> dict:
             SELECT kind, severity, count(*) AS issues,
                    count_if(exchange_id IS NULL) AS standalone
             FROM issues GROUP BY kind, severity ORDER BY issues DESC, kind, severity""")
+    r.update(build_group_reports(spark, views))
     order = list(REPORTS)
     return {k: r[k] for k in order if k in r}
 

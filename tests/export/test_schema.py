@@ -7,9 +7,9 @@ import os
 import pyarrow as pa
 
 from kafkasniff.export import rows
-from kafkasniff.export.schema import (DOC_BEGIN, DOC_END, SCHEMA_VERSION, SCHEMAS, TABLES,
-                                      description, schema_markdown, spark_ddl,
-                                      with_generated_doc)
+from kafkasniff.export.schema import (DOC_BEGIN, DOC_END, GROUP_TABLES, SCHEMA_VERSION,
+                                      SCHEMAS, TABLES, description, schema_markdown,
+                                      spark_ddl, with_generated_doc)
 from tests.conftest import ROOT
 
 DOC = ROOT / "docs" / "parquet-schema.md"
@@ -29,8 +29,10 @@ def _leaf_types(t: pa.DataType):
 
 
 def test_tables_and_version():
-    assert set(SCHEMAS) == set(TABLES) == {"exchanges", "partitions", "records", "issues",
-                                           "connections", "topic_ids"}
+    assert set(TABLES) == {"exchanges", "partitions", "records", "issues", "connections",
+                           "topic_ids"}
+    assert set(GROUP_TABLES) == {"groups", "members", "rebalances", "commits"}
+    assert set(SCHEMAS) == set(TABLES) | set(GROUP_TABLES)
     for table, schema in SCHEMAS.items():
         meta = schema.metadata
         assert meta[b"kafkasniff.schema_version"] == str(SCHEMA_VERSION).encode()
@@ -55,7 +57,8 @@ def test_only_spark_safe_types():
         for f in schema:
             for t in _leaf_types(f.type):
                 if pa.types.is_list(t):
-                    assert pa.types.is_string(t.value_type) or pa.types.is_struct(t.value_type)
+                    assert pa.types.is_string(t.value_type) or pa.types.is_struct(t.value_type) \
+                        or t.value_type == pa.int32()
                 elif not pa.types.is_struct(t):
                     assert t in allowed, f"{table}.{f.name}: {t}"
             if f.name.endswith("_ts_ns") or f.name.endswith("_ns"):

@@ -1,0 +1,69 @@
+"""``kafkasniff groups``: consumer groups, members, rebalances, assignments, commits and lag
+(docs/groups.md)."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from kafkasniff.cli.inputs import Progress, fail, input_options, parse_inputs
+from kafkasniff.errors import KafkaSniffError
+
+
+@click.command("groups")
+@input_options
+@click.option("--json", "as_json", is_flag=True,
+              help="Print the report as one JSON object (every group, member, rebalance, "
+                   "commit and lag row).")
+@click.option("--group", "group_ids", multiple=True, metavar="GROUP_ID",
+              help="Only this group (repeatable).")
+@click.option("--commits", type=click.IntRange(0), default=20, show_default=True,
+              help="Commit rows shown per group in the text report (the last ones).")
+@click.option("--strict", is_flag=True, help="Exit 1 if any warning or error issue was found.")
+def groups_command(files, read_files, ports, detect, max_frame_bytes, definitions,
+                   max_uncompressed_bytes, wire_format, show_secrets, as_json, group_ids,
+                   commits, strict):
+    """Consumer groups: protocol (classic, KIP-848 consumer, KIP-932 share), coordinator,
+    members, every rebalance with its trigger and the assignment after it, commits and lag.
+
+    Decodes in one process (the groups' exchanges span connections).
+    """
+    from kafkasniff.groups.analysis import GroupAnalyzer
+    from kafkasniff.groups.model import GroupsReport
+    from kafkasniff.groups.report import render_groups
+    from kafkasniff.model import DecodeIssue, Exchange
+    from kafkasniff.pipeline import Pipeline, analyze
+
+    inp = parse_inputs(files, read_files, ports, detect, max_frame_bytes, definitions,
+                       max_uncompressed_bytes, wire_format, show_secrets)
+    progress = Progress(enabled=True)
+    pipe = Pipeline(inp.pipeline_options())
+    an = GroupAnalyzer(pipe.defs)
+    bad = 0
+    try:
+        for rec in analyze(inp.sources, pipeline=pipe, on_progress=progress):
+            t = type(rec)
+            if t is Exchange:
+                an.add(rec)
+                bad += sum(1 for i in rec.issues if i.severity != "info")
+            elif t is DecodeIssue and rec.severity != "info":
+                bad += 1
+    except KafkaSniffError as exc:
+        progress.close()
+        fail(str(exc))
+    progress.close()
+    report = an.finish(pipe.topics.names)
+    if group_ids:
+        wanted = set(group_ids)
+        report = GroupsReport(tuple(g for g in report.groups if g.group_id in wanted),
+                              report.group_exchanges, report.groups_dropped)
+    try:
+        if as_json:
+            click.echo(json.dumps(report.to_dict(), indent=1))
+        else:
+            click.echo(render_groups(report, commits=commits), nl=False)
+    except BrokenPipeError:
+        sys.exit(0)
+    sys.exit(1 if strict and bad else 0)

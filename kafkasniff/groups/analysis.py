@@ -1,0 +1,1068 @@
+"""Consumer groups from decoded exchanges: members, rebalances, assignments, commits and lag.
+
+:class:`GroupAnalyzer` is fed every :class:`~kafkasniff.model.Exchange` of a capture (and,
+optionally, the :class:`~kafkasniff.model.TopicName` records) and returns a
+:class:`~kafkasniff.groups.model.GroupsReport` from :meth:`GroupAnalyzer.finish`. It keeps
+only what the analysis needs: the group API exchanges' bodies (small), the high watermarks
+of Fetch / ListOffsets answers (changes only, bounded per partition) and topic id -> name
+pairs; the rest of each exchange is dropped as it is fed. The group APIs are replayed in
+request order at :meth:`~GroupAnalyzer.finish`, so exchanges may be fed in completion order
+and analyzers of parts of a capture can be merged (:meth:`GroupAnalyzer.merge`).
+
+What is read, by protocol (Kafka's JSON message specs, field names in snake_case):
+
+- classic groups (KIP-62, KIP-345, KIP-394): JoinGroup (``member_id``,
+  ``group_instance_id``, ``protocol_type``, ``protocols[].metadata`` decoded as
+  ConsumerProtocolSubscription by :mod:`kafkasniff.content.embedded`; the answer's
+  ``generation_id``, ``protocol_name``, ``leader``, ``members``), SyncGroup (the answer's
+  ``assignment``, a ConsumerProtocolAssignment), Heartbeat, LeaveGroup;
+- KIP-848 consumer groups: ConsumerGroupHeartbeat (``member_epoch`` 0 joins, -1 leaves, -2
+  leaves a static member; the answer's ``member_epoch`` and ``assignment.topic_partitions``
+  by topic id; a later request's ``topic_partitions`` acknowledges it);
+- KIP-932 share groups: ShareGroupHeartbeat (as KIP-848, without acknowledgement);
+- every protocol: FindCoordinator (``key_type`` 0), OffsetCommit, TxnOffsetCommit,
+  OffsetFetch, DescribeGroups, ListGroups, ConsumerGroupDescribe, ShareGroupDescribe;
+- lag: Fetch responses' ``high_watermark``; ListOffsets answers to ``timestamp`` -1 (latest).
+
+A rebalance is a round: it opens at its first sign on the wire and closes when every member
+of the new generation holds its assignment (see :class:`~kafkasniff.groups.model.Rebalance`
+for the exact rule per protocol and the triggers). Bad or partial bodies are skipped field by
+field, never raised.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Mapping
+
+from kafkasniff.groups.model import (
+    CLASSIC,
+    CONSUMER,
+    SHARE,
+    UNKNOWN,
+    Assignment,
+    Commit,
+    ExchangeRef,
+    Group,
+    GroupsReport,
+    Lag,
+    Member,
+    Rebalance,
+)
+from kafkasniff.model import Exchange, TopicName
+from kafkasniff.protocol.apis import (
+    CONSUMER_GROUP_DESCRIBE,
+    CONSUMER_GROUP_HEARTBEAT,
+    DESCRIBE_GROUPS,
+    FETCH,
+    FIND_COORDINATOR,
+    HEARTBEAT,
+    JOIN_GROUP,
+    LEAVE_GROUP,
+    LIST_GROUPS,
+    LIST_OFFSETS,
+    METADATA,
+    OFFSET_COMMIT,
+    OFFSET_FETCH,
+    SHARE_GROUP_DESCRIBE,
+    SHARE_GROUP_HEARTBEAT,
+    SYNC_GROUP,
+    TXN_OFFSET_COMMIT,
+)
+
+__all__ = ["GROUP_APIS", "GroupAnalyzer", "analyze_groups"]
+
+#: the APIs whose exchanges the analysis replays
+GROUP_APIS = frozenset({
+    FIND_COORDINATOR, JOIN_GROUP, SYNC_GROUP, HEARTBEAT, LEAVE_GROUP, OFFSET_COMMIT,
+    OFFSET_FETCH, TXN_OFFSET_COMMIT, DESCRIBE_GROUPS, LIST_GROUPS, CONSUMER_GROUP_HEARTBEAT,
+    CONSUMER_GROUP_DESCRIBE, SHARE_GROUP_HEARTBEAT, SHARE_GROUP_DESCRIBE,
+})
+
+#: error answers that mean "the group is rebalancing" or "you are no longer a member"
+REBALANCE_ERRORS = frozenset({
+    "REBALANCE_IN_PROGRESS", "UNKNOWN_MEMBER_ID", "ILLEGAL_GENERATION", "FENCED_INSTANCE_ID",
+    "FENCED_MEMBER_EPOCH", "STALE_MEMBER_EPOCH", "UNRELEASED_INSTANCE_ID",
+})
+#: error answers after which a member must join again (it was removed or fenced)
+FENCING_ERRORS = frozenset({"UNKNOWN_MEMBER_ID", "FENCED_MEMBER_EPOCH", "FENCED_INSTANCE_ID"})
+#: a step of a normal classic join (KIP-394), not a sign of trouble
+MEMBER_ID_REQUIRED = "MEMBER_ID_REQUIRED"
+#: KIP-848 members unseen this long before a round opened without a visible cause are
+#: taken as timed out (Kafka's default ``group.consumer.session.timeout.ms``)
+KIP848_SESSION_TIMEOUT_NS = 45_000_000_000
+
+
+def _host(endpoint: str) -> str:
+    host = endpoint.rsplit(":", 1)[0] if ":" in endpoint else endpoint
+    return host[1:-1] if host.startswith("[") and host.endswith("]") else host
+
+
+def _int(v, default: int = -1) -> int:
+    return v if type(v) is int else default
+
+
+def _str(v) -> str | None:
+    return v if isinstance(v, str) else None
+
+
+def _list(v) -> list:
+    return v if isinstance(v, list) else []
+
+
+@dataclass(slots=True)
+class _Ev:
+    """One group API exchange, reduced to what the analysis reads."""
+
+    ts_ns: int
+    rsp_ts_ns: int | None
+    api_key: int
+    api_name: str
+    conn_id: int
+    correlation_id: int
+    client: str
+    broker: str
+    client_id: str | None
+    latency_ns: int | None
+    errors: tuple[str, ...]
+    req: dict
+    rsp: dict | None
+    exchange_id: str | None = None
+
+    @property
+    def ref(self) -> ExchangeRef:
+        return ExchangeRef(self.conn_id, self.correlation_id, self.ts_ns, self.client,
+                           self.broker, self.exchange_id)
+
+    @property
+    def end_ts_ns(self) -> int:
+        return self.rsp_ts_ns if self.rsp_ts_ns is not None else self.ts_ns
+
+
+@dataclass(slots=True)
+class _M:
+    member_id: str
+    first_ts_ns: int
+    last_ts_ns: int
+    client_id: str | None = None
+    client: str = ""
+    group_instance_id: str | None = None
+    joined_ts_ns: int | None = None
+    left_ts_ns: int | None = None
+    left_reason: str | None = None
+    generation_id: int = -1
+    member_epoch: int = -1
+    assignment: Assignment | None = None
+    subscribed_topics: tuple[str, ...] = ()
+    rack_id: str | None = None
+    session_timeout_ms: int = -1
+    rebalance_timeout_ms: int = -1
+    exchanges: int = 0
+    heartbeat_interval_ms: int = -1
+
+    def freeze(self) -> Member:
+        return Member(self.member_id, self.group_instance_id, self.client_id,
+                      _host(self.client) if self.client else "", self.client,
+                      self.first_ts_ns, self.last_ts_ns, self.joined_ts_ns, self.left_ts_ns,
+                      self.left_reason, self.generation_id, self.member_epoch, self.assignment,
+                      self.subscribed_topics, self.rack_id, self.session_timeout_ms,
+                      self.rebalance_timeout_ms, self.exchanges)
+
+
+@dataclass(slots=True)
+class _Round:
+    start_ts_ns: int
+    prev_members: frozenset
+    causes: list = field(default_factory=list)     # (ts_ns, kind, member or error, member)
+    errors: list = field(default_factory=list)
+    generation_id: int = -1
+    protocol_name: str | None = None
+    leader: str | None = None
+    members: list = field(default_factory=list)    # the new generation, in order
+    leader_members: bool = False                   # members came from the leader's answer
+    joined: list = field(default_factory=list)
+    left: list = field(default_factory=list)
+    assignment: dict = field(default_factory=dict)
+    planned: dict = field(default_factory=dict)    # the leader's SyncGroup assignments
+    synced: set = field(default_factory=set)
+    last_sync_ts_ns: int | None = None             # the last SyncGroup answer of the round
+    pending: dict = field(default_factory=dict)    # KIP-848: member -> assignment to ack
+    #                                                (None: joined, no assignment yet)
+    awaiting: bool = False                         # a leaver's partitions not given out yet
+    refs: list = field(default_factory=list)
+
+    def cause(self, ts_ns: int, kind: str, what: str | None, member: str | None = None
+              ) -> None:
+        self.causes.append((ts_ns, kind, what, member if kind == "error" else what))
+
+    def error(self, name: str) -> None:
+        if name not in self.errors:
+            self.errors.append(name)
+
+
+class _G:
+    """The mutable state of one group while its exchanges are replayed."""
+
+    def __init__(self, group_id: str) -> None:
+        self.group_id = group_id
+        self.protocol = UNKNOWN
+        self.protocol_type: str | None = None
+        self.protocol_name: str | None = None
+        self.coordinator: str | None = None
+        self.node_id = -1
+        self.brokers: dict[str, None] = {}
+        self.state: str | None = None
+        self.first_ts_ns = -1
+        self.last_ts_ns = -1
+        self.generation_id = -1
+        self.members: dict[str, _M] = {}
+        self.current: set[str] = set()      # members of the current generation / epoch
+        self.rebalances: list[Rebalance] = []
+        self.round: _Round | None = None
+        self.commits: list[Commit] = []
+        self.commits_dropped = 0
+        self.committed: dict[tuple[str, int], tuple[int, int, str]] = {}
+        self.errors: Counter = Counter()
+        self.exchanges = 0
+
+    def touch(self, ev: _Ev, coordinator_api: bool = True) -> None:
+        self.exchanges += 1
+        if self.first_ts_ns < 0 or ev.ts_ns < self.first_ts_ns:
+            self.first_ts_ns = ev.ts_ns
+        self.last_ts_ns = max(self.last_ts_ns, ev.end_ts_ns)
+        if coordinator_api and ev.broker:
+            self.brokers.setdefault(ev.broker, None)
+        for e in ev.errors:
+            self.errors[e] += 1
+
+    def set_protocol(self, protocol: str) -> None:
+        if self.protocol == UNKNOWN:
+            self.protocol = protocol
+
+    def member(self, member_id: str, ev: _Ev) -> _M:
+        m = self.members.get(member_id)
+        if m is None:
+            m = self.members[member_id] = _M(member_id, ev.ts_ns, ev.end_ts_ns)
+        m.first_ts_ns = min(m.first_ts_ns, ev.ts_ns)
+        m.last_ts_ns = max(m.last_ts_ns, ev.end_ts_ns)
+        if ev.client and not m.client:
+            m.client = ev.client
+        if ev.client_id is not None:
+            m.client_id = ev.client_id
+        m.exchanges += 1
+        return m
+
+    def open_round(self, ts_ns: int) -> _Round:
+        if self.round is None:
+            self.round = _Round(ts_ns, frozenset(self.current))
+        return self.round
+
+
+class GroupAnalyzer:
+    """Consumer groups, rebalances, assignments, commits and lag from exchanges.
+
+    Args:
+        defs: definitions for error names (default: the installed ones).
+        max_groups: group ids tracked; exchanges of further groups are counted in
+            ``groups_dropped`` and otherwise ignored.
+        max_commits: commit rows kept per group (later ones counted in ``commits_dropped``).
+        max_hw_samples: high-watermark changes kept per partition (oldest dropped first).
+
+    Feed :meth:`add` (or :meth:`add_record`) with the pipeline's records, then call
+    :meth:`finish` once. Memory: the group API bodies plus ``max_hw_samples`` per partition.
+    """
+
+    def __init__(self, defs=None, *, max_groups: int = 10_000, max_commits: int = 1_000_000,
+                 max_hw_samples: int = 4096) -> None:
+        if defs is None:
+            from kafkasniff.protocol.schema import load_definitions
+
+            defs = load_definitions()
+        self.defs = defs
+        self.max_groups = max_groups
+        self.max_commits = max_commits
+        self.max_hw_samples = max_hw_samples
+        self.events: list[_Ev] = []
+        self.topic_names: dict[str, str] = {}
+        # (topic name or id, partition) -> [(ts_ns, high_watermark)], changes only
+        self.hw: dict[tuple[str, int], list[tuple[int, int]]] = {}
+
+    # ------------------------------------------------------------------ feeding
+    def add_record(self, rec) -> None:
+        """Feed one pipeline record: exchanges and topic names are read, others ignored."""
+        t = type(rec)
+        if t is Exchange:
+            self.add(rec)
+        elif t is TopicName:
+            self.add_topic_name(rec.topic_id, rec.name)
+
+    def add_topic_name(self, topic_id: str, name: str) -> None:
+        """Learn that ``topic_id`` (Kafka's text form) names ``name``."""
+        if topic_id and name:
+            self.topic_names[topic_id] = name
+
+    def add(self, ex: Exchange, exchange_id: str | None = None) -> None:
+        """Feed one exchange (any API: only group APIs, Metadata, Fetch and ListOffsets are
+        read); ``exchange_id``: its id in the exported tables, kept in the
+        :class:`~kafkasniff.groups.model.ExchangeRef` values of the report."""
+        try:
+            self._add(ex, exchange_id)
+        except (AttributeError, KeyError, TypeError, ValueError):
+            pass      # a body the analysis does not expect (a peer's departure): skipped
+
+    def _add(self, ex: Exchange, exchange_id: str | None) -> None:
+        k = ex.api_key
+        req = ex.request.body if ex.request is not None else None
+        rsp = ex.response.body if ex.response is not None else None
+        if k in GROUP_APIS:
+            if not isinstance(req, dict):
+                return                     # an orphan answer: the group is in the request
+            self.events.append(_Ev(
+                ex.ts_ns, ex.response.first_ts_ns if ex.response is not None else None, k,
+                ex.api_name, ex.conn_id, ex.correlation_id, ex.client, ex.broker,
+                ex.client_id, ex.latency_ns, ex.errors, req,
+                rsp if isinstance(rsp, dict) else None, exchange_id))
+        elif k == FETCH and isinstance(rsp, dict):
+            self._fetch_hw(ex, rsp)
+        elif k == LIST_OFFSETS and isinstance(rsp, dict) and isinstance(req, dict):
+            self._list_offsets_hw(ex, req, rsp)
+        elif k == METADATA and isinstance(rsp, dict):
+            for t in _list(rsp.get("topics")):
+                if isinstance(t, dict) and isinstance(t.get("name"), str) and \
+                        isinstance(t.get("topic_id"), str) and not t.get("error_code"):
+                    self.add_topic_name(t["topic_id"], t["name"])
+
+    def _hw_sample(self, topic: str, partition: int, ts_ns: int, hw: int) -> None:
+        samples = self.hw.setdefault((topic, partition), [])
+        if samples and samples[-1][1] == hw:
+            return
+        samples.append((ts_ns, hw))
+        if len(samples) > self.max_hw_samples:
+            del samples[0]
+
+    def _fetch_hw(self, ex: Exchange, rsp: dict) -> None:
+        ts = ex.response.first_ts_ns
+        for t in _list(rsp.get("responses")):
+            if not isinstance(t, dict):
+                continue
+            topic = _str(t.get("topic")) or _str(t.get("topic_id"))
+            if not topic:
+                continue
+            for p in _list(t.get("partitions")):
+                if isinstance(p, dict) and not p.get("error_code"):
+                    hw = _int(p.get("high_watermark"))
+                    part = _int(p.get("partition_index"))
+                    if hw >= 0 and part >= 0:
+                        self._hw_sample(topic, part, ts, hw)
+
+    def _list_offsets_hw(self, ex: Exchange, req: dict, rsp: dict) -> None:
+        latest = set()
+        for t in _list(req.get("topics")):
+            if isinstance(t, dict):
+                for p in _list(t.get("partitions")):
+                    if isinstance(p, dict) and p.get("timestamp") == -1:
+                        latest.add((t.get("name"), p.get("partition_index")))
+        if not latest:
+            return
+        ts = ex.response.first_ts_ns
+        for t in _list(rsp.get("topics")):
+            if not isinstance(t, dict):
+                continue
+            for p in _list(t.get("partitions")):
+                if not isinstance(p, dict) or p.get("error_code") or \
+                        (t.get("name"), p.get("partition_index")) not in latest:
+                    continue
+                off = p.get("offset")
+                if off is None:           # v0: old_style_offsets
+                    olds = _list(p.get("old_style_offsets"))
+                    off = olds[0] if olds else None
+                if type(off) is int and off >= 0 and isinstance(t.get("name"), str):
+                    self._hw_sample(t["name"], p["partition_index"], ts, off)
+
+    def snapshot(self) -> dict:
+        """What this analyzer was fed, picklable and without the definitions (for
+        :meth:`merge` in another process)."""
+        return {"events": self.events, "topic_names": self.topic_names, "hw": self.hw}
+
+    def merge(self, other: "GroupAnalyzer | dict") -> None:
+        """Take in what another analyzer (of another part of the same capture, e.g. another
+        ``--jobs`` decoder) was fed: the analyzer or its :meth:`snapshot`."""
+        if isinstance(other, GroupAnalyzer):
+            other = other.snapshot()
+        self.events.extend(other["events"])
+        self.topic_names.update(other["topic_names"])
+        for key, samples in other["hw"].items():
+            mine = self.hw.setdefault(key, [])
+            mine.extend(samples)
+            mine.sort()
+            del mine[:-self.max_hw_samples]
+
+    # ------------------------------------------------------------------ replay
+    def finish(self, topic_names: Mapping[str, str] | None = None) -> GroupsReport:
+        """Replay the group exchanges in request order and build the report.
+
+        ``topic_names``: further topic id -> name pairs (e.g. the pipeline's
+        :class:`~kafkasniff.content.summary.TopicRegistry` ``names``) to name the topics of
+        KIP-848 / share assignments and of topic-id commits.
+        """
+        if topic_names:
+            for k, v in topic_names.items():
+                self.topic_names.setdefault(k, v)
+        self._hw_by_name = self._normalized_hw()
+        groups: dict[str, _G] = {}
+        self._groups = groups
+        self._dropped: set[str] = set()
+        self._list_groups: dict[str, tuple] = {}
+        events = sorted(self.events, key=lambda e: (e.ts_ns, e.conn_id, e.correlation_id))
+        for ev in events:
+            try:
+                self._replay(ev)
+            except (AttributeError, KeyError, TypeError, ValueError):
+                # a body the replay does not expect (a peer's departure from the spec):
+                # skipped, the analysis goes on
+                continue
+        for gid, (ptype, state, gtype) in self._list_groups.items():
+            g = groups.get(gid)
+            if g is None:
+                continue
+            g.state = g.state or state
+            g.protocol_type = g.protocol_type or ptype
+            if g.protocol == UNKNOWN and gtype in (CLASSIC, CONSUMER, SHARE):
+                g.protocol = gtype
+        out = tuple(self._freeze(groups[gid]) for gid in sorted(groups))
+        return GroupsReport(out, len(self.events), len(self._dropped))
+
+    def _group(self, gid) -> _G | None:
+        if not isinstance(gid, str):
+            return None
+        g = self._groups.get(gid)
+        if g is None:
+            if len(self._groups) >= self.max_groups:
+                self._dropped.add(gid)
+                return None
+            g = self._groups[gid] = _G(gid)
+        return g
+
+    def _name(self, topic_id: str | None) -> str:
+        return self.topic_names.get(topic_id, topic_id) if topic_id else "?"
+
+    def _err(self, code) -> str | None:
+        return self.defs.error_name(code) if type(code) is int and code != 0 else None
+
+    def _replay(self, ev: _Ev) -> None:
+        k = ev.api_key
+        if k == JOIN_GROUP:
+            self._join(ev)
+        elif k == SYNC_GROUP:
+            self._sync(ev)
+        elif k == HEARTBEAT:
+            self._heartbeat(ev)
+        elif k == LEAVE_GROUP:
+            self._leave(ev)
+        elif k in (CONSUMER_GROUP_HEARTBEAT, SHARE_GROUP_HEARTBEAT):
+            self._kip848(ev, CONSUMER if k == CONSUMER_GROUP_HEARTBEAT else SHARE)
+        elif k in (OFFSET_COMMIT, TXN_OFFSET_COMMIT):
+            self._commit(ev)
+        elif k == OFFSET_FETCH:
+            self._offset_fetch(ev)
+        elif k == FIND_COORDINATOR:
+            self._find_coordinator(ev)
+        elif k == DESCRIBE_GROUPS:
+            self._describe(ev)
+        elif k in (CONSUMER_GROUP_DESCRIBE, SHARE_GROUP_DESCRIBE):
+            self._describe848(ev)
+        elif k == LIST_GROUPS and ev.rsp:
+            for g in _list(ev.rsp.get("groups")):
+                if isinstance(g, dict) and isinstance(g.get("group_id"), str):
+                    self._list_groups[g["group_id"]] = (
+                        _str(g.get("protocol_type")) or None, _str(g.get("group_state")),
+                        _str(g.get("group_type")))
+
+    # -- classic
+    def _round_error(self, g: _G, ev: _Ev, name: str, member: str | None) -> None:
+        """An error answer: noted in the open round; REBALANCE_IN_PROGRESS and fencing
+        errors open one when none is open."""
+        if name in REBALANCE_ERRORS and g.round is None:
+            g.open_round(ev.ts_ns)
+            g.round.cause(ev.ts_ns, "error", name, member)
+        r = g.round
+        if r is not None:
+            r.error(name)
+            if ev.ref not in r.refs:
+                r.refs.append(ev.ref)
+        if name in FENCING_ERRORS and member in g.members:
+            m = g.members[member]
+            m.left_ts_ns, m.left_reason = ev.end_ts_ns, "fenced"
+
+    def _known_member(self, g: _G, member_id, ev: _Ev) -> _M | None:
+        """The member of an exchange that is not a join: a member not seen before was in
+        the group before the capture began."""
+        if not isinstance(member_id, str) or not member_id:
+            return None
+        new = member_id not in g.members
+        m = g.member(member_id, ev)
+        if new and g.round is None:
+            g.current.add(member_id)
+        return m
+
+    def _join(self, ev: _Ev) -> None:
+        q, a = ev.req, ev.rsp
+        g = self._group(q.get("group_id"))
+        if g is None:
+            return
+        g.touch(ev)
+        g.set_protocol(CLASSIC)
+        g.protocol_type = _str(q.get("protocol_type")) or g.protocol_type
+        if g.round is not None and g.round.synced:
+            # members synced and a JoinGroup comes: the leader's answer (the generation's
+            # member list) was not captured; the round ended at its last SyncGroup answer
+            self._close(g, g.round.last_sync_ts_ns, complete=False)
+        r = g.open_round(ev.ts_ns)
+        r.refs.append(ev.ref)
+        mid = (_str(a.get("member_id")) if a else None) or _str(q.get("member_id"))
+        err = self._err(a.get("error_code")) if a else None
+        if mid:
+            m = g.member(mid, ev)
+            m.group_instance_id = _str(q.get("group_instance_id")) or m.group_instance_id
+            m.session_timeout_ms = _int(q.get("session_timeout_ms"), m.session_timeout_ms)
+            m.rebalance_timeout_ms = _int(q.get("rebalance_timeout_ms"),
+                                          m.rebalance_timeout_ms)
+            for p in _list(q.get("protocols")):
+                meta = p.get("metadata") if isinstance(p, dict) else None
+                if isinstance(meta, dict):
+                    m.subscribed_topics = tuple(t for t in _list(meta.get("topics"))
+                                                if isinstance(t, str))
+                    m.rack_id = _str(meta.get("rack_id")) or m.rack_id
+                    break
+            fenced = m.left_reason == "fenced"        # rejoins because of an error answer
+            rejoin = m.left_ts_ns is not None and not fenced
+            if m.joined_ts_ns is None or rejoin:
+                m.joined_ts_ns = ev.ts_ns
+            m.left_ts_ns = m.left_reason = None
+            if (mid not in r.prev_members or rejoin) and mid not in r.joined and not fenced:
+                r.joined.append(mid)
+                r.cause(ev.ts_ns, "join", mid)
+        if err is not None:
+            if err != MEMBER_ID_REQUIRED:
+                self._round_error(g, ev, err, mid)
+            else:
+                r.error(err)
+            return
+        if a is None:
+            return
+        r.generation_id = _int(a.get("generation_id"), r.generation_id)
+        r.protocol_name = _str(a.get("protocol_name")) or r.protocol_name
+        g.protocol_name = r.protocol_name or g.protocol_name
+        r.leader = _str(a.get("leader")) or r.leader
+        listed = [x for x in _list(a.get("members")) if isinstance(x, dict)]
+        if listed:                              # the leader's answer: the whole generation
+            r.members = []
+            r.leader_members = True
+            for x in listed:
+                xid = _str(x.get("member_id"))
+                if not xid:
+                    continue
+                r.members.append(xid)
+                xm = g.members.get(xid)
+                if xm is None:                   # a member whose connection is not captured
+                    xm = g.members[xid] = _M(xid, ev.ts_ns, ev.end_ts_ns)
+                    if xid not in r.prev_members and xid not in r.joined:
+                        r.joined.append(xid)
+                        r.cause(ev.ts_ns, "join", xid)
+                xm.group_instance_id = _str(x.get("group_instance_id")) or xm.group_instance_id
+                meta = x.get("metadata")
+                if isinstance(meta, dict) and not xm.subscribed_topics:
+                    xm.subscribed_topics = tuple(t for t in _list(meta.get("topics"))
+                                                 if isinstance(t, str))
+        elif mid and not r.leader_members and mid not in r.members:
+            r.members.append(mid)
+        if mid:
+            g.members[mid].generation_id = r.generation_id
+
+    def _sync(self, ev: _Ev) -> None:
+        q, a = ev.req, ev.rsp
+        g = self._group(q.get("group_id"))
+        if g is None:
+            return
+        g.touch(ev)
+        g.set_protocol(CLASSIC)
+        g.protocol_type = _str(q.get("protocol_type")) or g.protocol_type
+        mid = _str(q.get("member_id"))
+        m = self._known_member(g, mid, ev)
+        r = g.round
+        if r is None:                           # the capture began inside the rebalance
+            r = g.open_round(ev.ts_ns)
+            r.cause(ev.ts_ns, "unknown", None)
+        r.refs.append(ev.ref)
+        gen = _int(q.get("generation_id"))
+        if r.generation_id < 0:
+            r.generation_id = gen
+        r.protocol_name = _str(q.get("protocol_name")) or r.protocol_name
+        for x in _list(q.get("assignments")):   # the leader's plan
+            if isinstance(x, dict) and _str(x.get("member_id")):
+                plan = self._consumer_assignment(x.get("assignment"))
+                if plan is not None:
+                    r.planned[x["member_id"]] = plan
+        if a is None or m is None:
+            return
+        err = self._err(a.get("error_code"))
+        if err is not None:
+            self._round_error(g, ev, err, mid)
+            return
+        got = self._consumer_assignment(a.get("assignment"))
+        if got is None:
+            got = r.planned.get(mid, ())        # another protocol type: bytes, not decoded
+        m.assignment = got
+        m.generation_id = gen
+        r.assignment[mid] = got
+        r.synced.add(mid)
+        r.last_sync_ts_ns = ev.rsp_ts_ns
+        if mid not in r.members:
+            r.members.append(mid)
+        if r.leader_members and set(r.members) <= r.synced:
+            self._close(g, ev.rsp_ts_ns)
+
+    def _heartbeat(self, ev: _Ev) -> None:
+        q, a = ev.req, ev.rsp
+        g = self._group(q.get("group_id"))
+        if g is None:
+            return
+        g.touch(ev)
+        g.set_protocol(CLASSIC)
+        mid = _str(q.get("member_id"))
+        m = self._known_member(g, mid, ev)
+        if m is not None:
+            m.generation_id = _int(q.get("generation_id"), m.generation_id)
+        err = self._err(a.get("error_code")) if a else None
+        if err is not None:
+            self._round_error(g, ev, err, mid)
+
+    def _leave(self, ev: _Ev) -> None:
+        q, a = ev.req, ev.rsp
+        g = self._group(q.get("group_id"))
+        if g is None:
+            return
+        g.touch(ev)
+        g.set_protocol(CLASSIC)
+        ids = [x.get("member_id") for x in _list(q.get("members")) if isinstance(x, dict)]
+        if _str(q.get("member_id")):
+            ids.append(q["member_id"])
+        leaving = [i for i in ids if isinstance(i, str) and i]
+        if not leaving:
+            return
+        r = g.open_round(ev.ts_ns)
+        r.refs.append(ev.ref)
+        for mid in leaving:
+            m = g.member(mid, ev)
+            m.left_ts_ns, m.left_reason = ev.ts_ns, "leave"
+            if mid not in r.left:
+                r.left.append(mid)
+                r.cause(ev.ts_ns, "leave", mid)
+            if mid in r.members:
+                r.members.remove(mid)
+            r.assignment.pop(mid, None)
+        remaining = (g.current | set(r.members)) - set(r.left)
+        remaining = {x for x in remaining if g.members.get(x) is None or
+                     g.members[x].left_ts_ns is None}
+        err = self._err(a.get("error_code")) if a else None
+        if err is not None:
+            r.error(err)
+        if not remaining:                         # the group is empty: done at once
+            self._close(g, ev.end_ts_ns)
+
+    def _consumer_assignment(self, v) -> Assignment | None:
+        """A decoded ConsumerProtocolAssignment -> an :data:`Assignment` (None if not one)."""
+        if not isinstance(v, dict) or "assigned_partitions" not in v:
+            return None
+        out: dict[str, set] = {}
+        for tp in _list(v.get("assigned_partitions")):
+            if isinstance(tp, dict) and isinstance(tp.get("topic"), str):
+                out.setdefault(tp["topic"], set()).update(
+                    p for p in _list(tp.get("partitions")) if type(p) is int)
+        return tuple((t, tuple(sorted(ps))) for t, ps in sorted(out.items()))
+
+    def _id_assignment(self, tps) -> Assignment:
+        """KIP-848 / share ``topic_partitions`` ([{topic_id, partitions}]) -> an
+        :data:`Assignment` with topic ids named where known."""
+        out: dict[str, set] = {}
+        for tp in _list(tps):
+            if isinstance(tp, dict):
+                name = _str(tp.get("topic_name")) or self._name(_str(tp.get("topic_id")))
+                out.setdefault(name, set()).update(
+                    p for p in _list(tp.get("partitions")) if type(p) is int)
+        return tuple((t, tuple(sorted(ps))) for t, ps in sorted(out.items()))
+
+    def _close(self, g: _G, end_ts_ns: int | None, complete: bool = True) -> None:
+        r = g.round
+        if r is None:
+            return
+        g.round = None
+        members = [x for x in r.members if x not in r.left]
+        if g.protocol in (CONSUMER, SHARE):
+            members = [x for x in g.current if x not in r.left]
+            members.sort(key=lambda x: g.members[x].first_ts_ns if x in g.members else 0)
+        prev = r.prev_members
+        missing = [x for x in prev if x not in members and x not in r.left]
+        if g.protocol == CLASSIC and r.leader_members:
+            for x in missing:
+                m = g.members.get(x)
+                if m is not None and m.left_ts_ns is None:
+                    m.left_ts_ns, m.left_reason = m.last_ts_ns, "session_timeout"
+        else:
+            missing = [x for x in missing if x in g.members and
+                       g.members[x].left_reason == "session_timeout"]
+        trigger, who, err = self._trigger(r, missing, g.protocol)
+        assignment = tuple((x, r.assignment[x]) for x in members if x in r.assignment)
+        if complete:
+            complete = all(x in r.assignment for x in members) and not r.pending
+        g.rebalances.append(Rebalance(
+            g.group_id, len(g.rebalances) + 1, r.start_ts_ns, end_ts_ns, trigger, who, err,
+            tuple(r.errors), r.generation_id, r.protocol_name or g.protocol_name, r.leader,
+            tuple(members), tuple(r.joined), tuple(r.left), assignment, complete,
+            tuple(r.refs)))
+        g.current = set(members)
+        if r.generation_id >= 0:
+            g.generation_id = max(g.generation_id, r.generation_id) \
+                if g.protocol != CLASSIC else r.generation_id
+
+    @staticmethod
+    def _trigger(r: _Round, missing: list, protocol: str) -> tuple[str, str | None, str | None]:
+        """The earliest join, leave or error of the round; a session timeout when members
+        are missing and the first sign was an error answer (or nothing)."""
+        causes = sorted((c for c in r.causes if c[1] in ("join", "leave", "error")),
+                        key=lambda c: c[0])
+        first = causes[0] if causes else None
+        if missing and (first is None or first[1] == "error"):
+            return "session_timeout", missing[0], None
+        if first is not None:
+            return (first[1], first[3], None) if first[1] != "error" else \
+                ("error", first[3], first[2])
+        for ts, kind, what, _ in r.causes:
+            if kind in ("assignment_change", "unknown"):
+                return kind, None, None
+        return ("rejoin" if protocol == CLASSIC else "assignment_change"), None, None
+
+    # -- KIP-848 and share
+    def _kip848(self, ev: _Ev, protocol: str) -> None:
+        q, a = ev.req, ev.rsp
+        g = self._group(q.get("group_id"))
+        if g is None:
+            return
+        g.touch(ev)
+        g.set_protocol(protocol)
+        if g.protocol_type is None:
+            g.protocol_type = "consumer" if protocol == CONSUMER else "share"
+        g.protocol_name = _str(q.get("server_assignor")) or g.protocol_name
+        mid = (_str(a.get("member_id")) if a else None) or _str(q.get("member_id"))
+        if not mid:
+            return
+        epoch = _int(q.get("member_epoch"), 0)
+        known = mid in g.members
+        m = g.member(mid, ev)
+        m.group_instance_id = _str(q.get("instance_id")) or m.group_instance_id
+        m.rack_id = _str(q.get("rack_id")) or m.rack_id
+        m.rebalance_timeout_ms = _int(q.get("rebalance_timeout_ms"), m.rebalance_timeout_ms) \
+            if _int(q.get("rebalance_timeout_ms")) >= 0 else m.rebalance_timeout_ms
+        subs = q.get("subscribed_topic_names")
+        if isinstance(subs, list) and subs:
+            m.subscribed_topics = tuple(t for t in subs if isinstance(t, str))
+        if epoch == 0:                                           # a join
+            self._timeouts(g, ev)
+            fenced = m.left_reason == "fenced"                   # rejoins after an error
+            r = g.open_round(ev.ts_ns)
+            if ev.ref not in r.refs:
+                r.refs.append(ev.ref)
+            if mid not in r.joined and not fenced and mid not in r.pending:
+                r.joined.append(mid)
+                r.cause(ev.ts_ns, "join", mid)
+                m.joined_ts_ns = ev.ts_ns
+            r.pending.setdefault(mid, None)                      # until its assignment
+            m.left_ts_ns = m.left_reason = None
+            g.current.add(mid)
+        elif epoch in (-1, -2):                                  # a leave
+            r = g.open_round(ev.ts_ns)
+            r.refs.append(ev.ref)
+            if mid not in r.left:
+                r.left.append(mid)
+            r.cause(ev.ts_ns, "leave", mid)
+            m.left_ts_ns, m.left_reason = ev.ts_ns, "leave"
+            r.pending.pop(mid, None)
+            r.assignment.pop(mid, None)
+            g.current.discard(mid)
+            if m.assignment and g.current:     # its partitions go to the others: wait
+                r.awaiting = True
+            if not r.pending and not r.awaiting:
+                self._close(g, ev.end_ts_ns)
+            return
+        else:
+            if not known and g.round is None:
+                g.current.add(mid)                               # a member before the capture
+            m.member_epoch = max(m.member_epoch, epoch)
+            owned = q.get("topic_partitions")
+            r = g.round
+            if protocol == CONSUMER and r is not None and r.pending.get(mid) is not None \
+                    and isinstance(owned, list) and \
+                    self._id_assignment(owned) == r.pending[mid]:
+                r.pending.pop(mid)                               # acknowledged
+                if ev.ref not in r.refs:
+                    r.refs.append(ev.ref)
+                if not r.pending and not r.awaiting:
+                    self._close(g, ev.ts_ns)
+        if a is None:
+            return
+        err = self._err(a.get("error_code"))
+        if err is not None:
+            self._round_error(g, ev, err, mid)
+            if err in FENCING_ERRORS:
+                g.current.discard(mid)
+                if g.round is not None:
+                    g.round.pending.pop(mid, None)
+            return
+        m.heartbeat_interval_ms = _int(a.get("heartbeat_interval_ms"), m.heartbeat_interval_ms)
+        new_epoch = _int(a.get("member_epoch"))
+        asg = a.get("assignment")
+        got = self._id_assignment(asg.get("topic_partitions")) \
+            if isinstance(asg, dict) else None
+        bumped = new_epoch > m.member_epoch
+        m.member_epoch = max(m.member_epoch, new_epoch)
+        if got is None and not bumped:
+            return
+        changed = got is not None and got != m.assignment
+        if not changed and g.round is None:
+            return
+        if g.round is None:
+            self._timeouts(g, ev)
+            g.open_round(ev.ts_ns).cause(ev.ts_ns, "assignment_change", None)
+        r = g.round
+        if ev.ref not in r.refs:
+            r.refs.append(ev.ref)
+        r.generation_id = max(r.generation_id, new_epoch)
+        if got is None:
+            return
+        m.assignment = got
+        r.assignment[mid] = got
+        r.awaiting = False
+        if protocol == CONSUMER:
+            r.pending[mid] = got
+        else:                                       # share members do not acknowledge
+            r.pending.pop(mid, None)
+            if not r.pending:
+                self._close(g, ev.rsp_ts_ns)
+
+    def _timeouts(self, g: _G, ev: _Ev) -> None:
+        """KIP-848 / share members silent for longer than the session timeout are gone."""
+        for x in list(g.current):
+            m = g.members.get(x)
+            if m is not None and m.left_ts_ns is None and \
+                    ev.ts_ns - m.last_ts_ns > KIP848_SESSION_TIMEOUT_NS:
+                m.left_ts_ns, m.left_reason = m.last_ts_ns, "session_timeout"
+                g.current.discard(x)
+
+    # -- offsets
+    def _commit(self, ev: _Ev) -> None:
+        q, a = ev.req, ev.rsp
+        g = self._group(q.get("group_id"))
+        if g is None:
+            return
+        g.touch(ev)
+        mid = _str(q.get("member_id")) or ""
+        if mid:
+            self._known_member(g, mid, ev)
+        gen = _int(q.get("generation_id_or_member_epoch"), _int(q.get("generation_id")))
+        answers: dict[tuple, int] = {}
+        for t in _list(a.get("topics")) if a else ():
+            if isinstance(t, dict):
+                key = _str(t.get("name")) or _str(t.get("topic_id"))
+                for p in _list(t.get("partitions")):
+                    if isinstance(p, dict):
+                        answers[(key, p.get("partition_index"))] = _int(p.get("error_code"), 0)
+        for name in set(answers.values()) - {0}:
+            err = self._err(name)
+            if err in REBALANCE_ERRORS:
+                self._round_error(g, ev, err, mid)
+        for t in _list(q.get("topics")):
+            if not isinstance(t, dict):
+                continue
+            tid = _str(t.get("topic_id"))
+            wire = _str(t.get("name")) or tid
+            topic = _str(t.get("name")) or self._name(tid)
+            for p in _list(t.get("partitions")):
+                if not isinstance(p, dict):
+                    continue
+                part = _int(p.get("partition_index"))
+                off = _int(p.get("committed_offset"))
+                code = answers.get((wire, part))
+                err = self._err(code)
+                if a is not None and err is None:
+                    g.committed[(topic, part)] = (off, ev.ts_ns, ev.api_name)
+                if len(g.commits) >= self.max_commits:
+                    g.commits_dropped += 1
+                    continue
+                g.commits.append(Commit(
+                    g.group_id, ev.ts_ns, ev.api_name, mid, gen, topic, tid, part, off,
+                    _int(p.get("committed_leader_epoch")), err, a is not None,
+                    ev.latency_ns, self._lag_at(topic, part, ev.ts_ns, off), ev.client_id,
+                    ev.ref))
+
+    def _offset_fetch(self, ev: _Ev) -> None:
+        q, a = ev.req, ev.rsp
+        if not a:
+            return
+        if isinstance(q.get("groups"), list):            # v8+: several groups
+            pairs = [(x.get("group_id"), x) for x in _list(a.get("groups"))
+                     if isinstance(x, dict)]
+        else:
+            pairs = [(q.get("group_id"), a)]
+        for gid, body in pairs:
+            g = self._group(gid)
+            if g is None:
+                continue
+            g.touch(ev)
+            if isinstance(q.get("groups"), list):
+                for x in _list(q["groups"]):
+                    if isinstance(x, dict) and x.get("group_id") == gid:
+                        self._known_member(g, _str(x.get("member_id")), ev)
+            for t in _list(body.get("topics")):
+                if not isinstance(t, dict):
+                    continue
+                topic = _str(t.get("name")) or self._name(_str(t.get("topic_id")))
+                for p in _list(t.get("partitions")):
+                    if isinstance(p, dict) and not p.get("error_code"):
+                        off = _int(p.get("committed_offset"))
+                        part = _int(p.get("partition_index"))
+                        if off >= 0:
+                            prev = g.committed.get((topic, part))
+                            if prev is None or prev[1] <= ev.ts_ns:
+                                g.committed[(topic, part)] = (off, ev.ts_ns, "OffsetFetch")
+
+    def _find_coordinator(self, ev: _Ev) -> None:
+        q, a = ev.req, ev.rsp
+        if _int(q.get("key_type"), 0) != 0:
+            return
+        if isinstance(q.get("coordinator_keys"), list):        # v4+
+            answers = {c.get("key"): c for c in _list(a.get("coordinators") if a else None)
+                       if isinstance(c, dict)}
+            keys = [(k, answers.get(k)) for k in q["coordinator_keys"]]
+        else:
+            keys = [(q.get("key", q.get("group_id")), a)]
+        for key, ans in keys:
+            g = self._group(key)
+            if g is None:
+                continue
+            g.touch(ev, coordinator_api=False)
+            if isinstance(ans, dict) and not ans.get("error_code") and \
+                    _int(ans.get("node_id")) >= 0:
+                host, port = ans.get("host"), ans.get("port")
+                g.coordinator = f"{host}:{port}" if ":" not in str(host) \
+                    else f"[{host}]:{port}"
+                g.node_id = ans["node_id"]
+
+    def _describe(self, ev: _Ev) -> None:
+        for d in _list(ev.rsp.get("groups") if ev.rsp else None):
+            if not isinstance(d, dict) or d.get("error_code"):
+                continue
+            g = self._group(d.get("group_id"))
+            if g is None:
+                continue
+            g.touch(ev)
+            g.state = _str(d.get("group_state")) or g.state
+            g.protocol_type = _str(d.get("protocol_type")) or g.protocol_type
+            if g.protocol_type == "consumer":
+                g.protocol_name = _str(d.get("protocol_data")) or g.protocol_name
+            if d.get("protocol_type") is not None and g.protocol == UNKNOWN and \
+                    d.get("members"):
+                g.protocol = CLASSIC
+            for x in _list(d.get("members")):
+                self._described_member(g, ev, x, self._consumer_assignment(
+                    x.get("member_assignment")) if isinstance(x, dict) else None)
+
+    def _describe848(self, ev: _Ev) -> None:
+        protocol = CONSUMER if ev.api_key == CONSUMER_GROUP_DESCRIBE else SHARE
+        for d in _list(ev.rsp.get("groups") if ev.rsp else None):
+            if not isinstance(d, dict) or d.get("error_code"):
+                continue
+            g = self._group(d.get("group_id"))
+            if g is None:
+                continue
+            g.touch(ev)
+            g.set_protocol(protocol)
+            g.state = _str(d.get("group_state")) or g.state
+            g.protocol_name = _str(d.get("assignor_name")) or g.protocol_name
+            for x in _list(d.get("members")):
+                asg = x.get("assignment") if isinstance(x, dict) else None
+                got = self._id_assignment(asg.get("topic_partitions")) \
+                    if isinstance(asg, dict) else None
+                self._described_member(g, ev, x, got)
+
+    def _described_member(self, g: _G, ev: _Ev, x, assignment: Assignment | None) -> None:
+        if not isinstance(x, dict) or not _str(x.get("member_id")):
+            return
+        m = g.members.get(x["member_id"])
+        if m is None:
+            m = g.members[x["member_id"]] = _M(x["member_id"], ev.ts_ns, ev.end_ts_ns)
+        m.client_id = m.client_id or _str(x.get("client_id"))
+        if not m.client and _str(x.get("client_host")):
+            m.client = x["client_host"].lstrip("/")
+        m.group_instance_id = m.group_instance_id or _str(x.get("group_instance_id")) or \
+            _str(x.get("instance_id"))
+        if assignment is not None and m.assignment is None:
+            m.assignment = assignment
+
+    # ------------------------------------------------------------------ lag
+    def _normalized_hw(self) -> dict[tuple[str, int], list[tuple[int, int]]]:
+        out: dict[tuple[str, int], list[tuple[int, int]]] = {}
+        for (topic, part), samples in self.hw.items():
+            out.setdefault((self.topic_names.get(topic, topic), part), []).extend(samples)
+        for samples in out.values():
+            samples.sort()
+        return out
+
+    def _lag_at(self, topic: str, partition: int, ts_ns: int, offset: int) -> int | None:
+        samples = self._hw_by_name.get((topic, partition))
+        if not samples or offset < 0:
+            return None
+        i = bisect_right(samples, (ts_ns, float("inf")))
+        if i == 0:
+            return None
+        return max(0, samples[i - 1][1] - offset)
+
+    def _lags(self, g: _G) -> tuple[Lag, ...]:
+        out = []
+        for (topic, part), (off, ts, src) in sorted(g.committed.items()):
+            samples = self._hw_by_name.get((topic, part))
+            if not samples or off < 0:
+                continue
+            hts, hw = samples[-1]
+            out.append(Lag(g.group_id, topic, part, off, ts, src, hw, hts, max(0, hw - off)))
+        return tuple(out)
+
+    # ------------------------------------------------------------------ output
+    def _freeze(self, g: _G) -> Group:
+        if g.round is not None:                              # did not end in the capture
+            self._close(g, g.round.last_sync_ts_ns, complete=False)
+        coordinator = g.coordinator or next(iter(g.brokers), None)
+        errors = tuple(sorted(g.errors.items(), key=lambda kv: (-kv[1], kv[0])))
+        members = sorted(g.members.values(), key=lambda m: (m.first_ts_ns, m.member_id))
+        gen = g.generation_id
+        if g.protocol in (CONSUMER, SHARE):
+            gen = max([gen] + [m.member_epoch for m in members])
+        elif not g.rebalances:                   # no JoinGroup captured: the members' own
+            gen = max([gen] + [m.generation_id for m in members])
+        return Group(
+            g.group_id, g.protocol, g.protocol_type, g.protocol_name, coordinator, g.node_id,
+            tuple(g.brokers), g.state, g.first_ts_ns, g.last_ts_ns, gen,
+            tuple(m.freeze() for m in members), tuple(g.rebalances),
+            tuple(sorted(g.commits, key=lambda c: (c.ts_ns, c.topic, c.partition))),
+            self._lags(g), errors, g.exchanges, g.commits_dropped)
+
+
+def analyze_groups(records, defs=None, topic_names: Mapping[str, str] | None = None
+                   ) -> GroupsReport:
+    """The :class:`GroupsReport` of an iterable of pipeline records (exchanges, topic names;
+    others are ignored)."""
+    an = GroupAnalyzer(defs)
+    for rec in records:
+        an.add_record(rec)
+    return an.finish(topic_names)

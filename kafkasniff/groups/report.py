@@ -1,0 +1,110 @@
+"""The text report of ``kafkasniff groups``: one block per group (members, rebalances with the
+assignment after each, commits and lag)."""
+
+from __future__ import annotations
+
+import datetime as _dt
+
+from kafkasniff.groups.model import (
+    CONSUMER,
+    SHARE,
+    Group,
+    GroupsReport,
+    assignment_text,
+)
+from kafkasniff.stats.report import render_table
+
+_PROTOCOLS = {"classic": "classic", CONSUMER: "consumer (KIP-848)", SHARE: "share (KIP-932)",
+              "unknown": "unknown (offsets or lookups only)"}
+
+
+def _time(ts_ns: int | None) -> str:
+    if ts_ns is None or ts_ns < 0:
+        return "-"
+    sec, ns = divmod(ts_ns, 1_000_000_000)
+    t = _dt.datetime.fromtimestamp(sec, _dt.timezone.utc)
+    return t.strftime("%H:%M:%S") + f".{ns // 1_000_000:03d}"
+
+
+def _ms(ns: int | None) -> str:
+    return "-" if ns is None else f"{ns / 1e6:.3f}"
+
+
+def _short(text: str | None, width: int) -> str:
+    if not text:
+        return "-"
+    return text if len(text) <= width else text[:width - 1] + "…"
+
+
+def render_group(g: Group, *, commits: int = 20) -> str:
+    """The text block of one group; ``commits``: commit rows shown (latest first cut)."""
+    d = g.to_dict()
+    lat = d["commit_latency_ns"]
+    head = [f"Group {g.group_id}",
+            f"  protocol {_PROTOCOLS.get(g.protocol, g.protocol)}"
+            + (f", protocol_type {g.protocol_type}" if g.protocol_type else "")
+            + (f", assignor {g.protocol_name}" if g.protocol_name else "")
+            + (f", state {g.state}" if g.state else ""),
+            f"  coordinator {g.coordinator or '-'}"
+            + (f" (node {g.coordinator_node_id})" if g.coordinator_node_id >= 0 else "")
+            + (f"; requests went to {', '.join(g.coordinator_brokers)}"
+               if g.coordinator_brokers and list(g.coordinator_brokers) != [g.coordinator]
+               else ""),
+            f"  {'epoch' if g.protocol in (CONSUMER, SHARE) else 'generation'} {g.generation_id}, "
+            f"{len(g.members)} members, {len(g.rebalances)} rebalances, "
+            f"{d['commit_requests']} commit requests"
+            + (f" (latency p50 {_ms(lat['p50'])} ms, p99 {_ms(lat['p99'])} ms, max "
+               f"{_ms(lat['max'])} ms)" if lat else "")
+            + f", {g.exchanges} group exchanges",
+            "  errors: " + (", ".join(f"{k}×{v}" for k, v in g.errors) or "none"), ""]
+    parts = ["\n".join(head)]
+    gen_label = "epoch" if g.protocol in (CONSUMER, SHARE) else "gen"
+    parts.append(render_table("Members", [
+        "member_id", "instance", "client_id", "host", "joined", "left", "how", gen_label,
+        "assignment"], [
+        [m.member_id, _short(m.group_instance_id, 30), _short(m.client_id, 30),
+         m.client_host or "-", _time(m.joined_ts_ns), _time(m.left_ts_ns),
+         m.left_reason or "-",
+         str(m.member_epoch if g.protocol in (CONSUMER, SHARE) else m.generation_id),
+         assignment_text(m.assignment)] for m in g.members]))
+    rows = []
+    for r in g.rebalances:
+        rows.append([str(r.index), _time(r.start_ts_ns), _time(r.end_ts_ns),
+                     _ms(r.duration_ns), r.trigger + (f" {r.trigger_error}" if r.trigger_error
+                                                      else ""),
+                     _short(r.trigger_member, 40), str(r.generation_id), str(len(r.members)),
+                     ", ".join(r.errors) or "-", "yes" if r.complete else "no"])
+        for mid, a in r.assignment:
+            rows.append(["", "", "", "", "", f"  {_short(mid, 38)}", "", "", assignment_text(a),
+                         ""])
+    parts.append(render_table("Rebalances (and the assignment after each)", [
+        "#", "start", "end", "duration ms", "trigger", "member", gen_label, "members",
+        "errors", "complete"], rows))
+    shown = g.commits[-commits:] if commits else ()
+    parts.append(render_table(
+        f"Commits (last {len(shown)} of {len(g.commits)})" if len(g.commits) > len(shown)
+        else "Commits", ["time", "api", "topic", "partition", "committed_offset", "error",
+                         "latency ms", "lag"],
+        [[_time(c.ts_ns), c.api_name, c.topic, str(c.partition), str(c.committed_offset),
+          c.error or ("-" if c.answered else "(no answer)"), _ms(c.latency_ns),
+          "-" if c.lag is None else str(c.lag)] for c in shown]))
+    parts.append(render_table("Lag at the end (high watermark - committed offset)", [
+        "topic", "partition", "committed_offset", "from", "high_watermark", "lag"],
+        [[x.topic, str(x.partition), str(x.committed_offset), x.committed_from,
+          str(x.high_watermark), str(x.lag)] for x in g.lags]))
+    return "\n".join(parts)
+
+
+def render_groups(report: GroupsReport, *, commits: int = 20) -> str:
+    """The whole text report: every group's block and a summary line."""
+    parts = [render_group(g, commits=commits) for g in report.groups]
+    reb = sum(len(g.rebalances) for g in report.groups)
+    summary = (f"{len(report.groups)} groups, {reb} rebalances, "
+               f"{report.group_exchanges} group exchanges")
+    if report.groups_dropped:
+        summary += f" ({report.groups_dropped} groups beyond the limit not tracked)"
+    if not report.groups:
+        summary = ("no consumer group traffic found; " if not report.group_exchanges
+                   else "no group to show (see --group); ") + summary
+    parts.append(summary + "\n")
+    return "\n".join(parts)
