@@ -43,15 +43,19 @@ __all__ = [
     "build_reports",
     "read_table",
     "register_views",
+    "REPORT_TABLES",
     "render_dataframe",
     "run_report",
     "run_sql",
+    "tables_present",
 ]
 
 #: ``accuracy`` argument of ``percentile_approx``: relative rank error 1 / 10 000.
 PERCENTILE_ACCURACY = 10_000
 QUANTILES = (0.5, 0.9, 0.99)
 HELPER_VIEWS = ("topic_names", "exchange_topics", "partition_topics")
+#: the tables the reports are made of: a report needs at least one of them
+REPORT_TABLES = ("exchanges", "partitions", "issues")
 
 #: Report name -> title, in output order.
 REPORTS = {
@@ -95,6 +99,15 @@ def _detect_format(root: Path) -> str:
             if f.endswith(".parquet"):
                 return "parquet"
     return "parquet"
+
+
+def tables_present(root: str | os.PathLike[str]) -> list[str]:
+    """The export tables (:data:`kafkasniff.export.schema.TABLES`) that ``root`` holds: a
+    sub-directory of that name with at least one data file. Plain file system checks:
+    no Spark, no JVM (the CLI calls it before starting Spark)."""
+    from kafkasniff.export.schema import TABLES
+
+    return [t for t in TABLES if _table_dir(Path(root), t) is not None]
 
 
 def read_table(spark, root: str | os.PathLike[str], table: str, fmt: str | None = None):
@@ -157,6 +170,14 @@ def register_views(spark, root: str | os.PathLike[str], fmt: str | None = None) 
             FROM partitions p LEFT JOIN topic_names n ON n.topic_id = p.topic_id""")
         views["partition_topics"].createOrReplaceTempView("partition_topics")
     return views
+
+
+def no_table_error(root: str | os.PathLike[str]):
+    """The :class:`~kafkasniff.errors.KafkaSniffError` for a directory without tables."""
+    from kafkasniff.errors import KafkaSniffError
+
+    return KafkaSniffError(f"{root}: no exported table found (expected exchanges/, "
+                           f"partitions/, ... written by kafkasniff export or spark decode)")
 
 
 # ---------------------------------------------------------------------------- reports
@@ -319,11 +340,8 @@ def run_report(spark, root: str | os.PathLike[str], *, top: int = 20, write: boo
     Returns report name -> DataFrame; raises :class:`~kafkasniff.errors.KafkaSniffError` when
     ``root`` holds none of the exchanges, partitions and issues tables."""
     views = register_views(spark, root)
-    if not any(t in views for t in ("exchanges", "partitions", "issues")):
-        from kafkasniff.errors import KafkaSniffError
-
-        raise KafkaSniffError(f"{root}: no exported table found (expected exchanges/, "
-                              f"partitions/, ... written by kafkasniff export or spark decode)")
+    if not any(t in views for t in REPORT_TABLES):
+        raise no_table_error(root)
     reports = build_reports(spark, views)
     out = Path(root) / "report"
     for name, df in reports.items():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -218,6 +219,29 @@ def test_check_master(tmp_path) -> None:
     assert sess._master_addresses("spark://h1,h2:7078") == [("h1", 7077), ("h2", 7078)]
     sess.check_master("local[2]")                 # not a standalone master: not checked
     sess.check_master("yarn")
+
+
+@pytest.mark.parametrize("setup,args", [
+    ("empty", []),
+    ("connections only", []),
+    ("empty", ["--sql", "SELECT 1"]),
+])
+def test_report_without_tables_starts_no_jvm(tmp_path, setup, args) -> None:
+    """``spark report`` on a directory without tables said so only after starting Java:
+    now it says so at once. Run where there is no Java, so a JVM start could not even be
+    attempted without failing differently."""
+    d = tmp_path / "dir"
+    d.mkdir()
+    if setup == "connections only":
+        small_export(tmp_path / "full")
+        shutil.copytree(tmp_path / "full" / "connections", d / "connections")
+    env = {k: v for k, v in os.environ.items() if k != "JAVA_HOME"}
+    env["PATH"] = str(tmp_path / "no-java")
+    res = spark_cli(["report", str(d), *args], cwd=tmp_path, env=env)
+    assert res.returncode == 2, res.stderr
+    assert res.stderr.strip().splitlines() == [
+        f"kafkasniff: error: {d}: no exported table found (expected exchanges/, partitions/, "
+        "... written by kafkasniff export or spark decode)"]
 
 
 def test_spark_commands_print_no_warnings(tmp_path) -> None:
