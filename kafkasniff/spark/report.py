@@ -15,7 +15,9 @@ the same name, plus three helper views that resolve topic ids through ``topic_id
 
 :func:`build_reports` computes the reports (:data:`REPORTS`), :func:`run_report` prints them
 as text tables and writes each as Parquet under ``DIR/report/<name>/`` (replaced on every
-run).
+run). Every report's ORDER BY ends with its group keys, so that tied rows come out in the
+same order on every run. Printed floats keep at least 3 significant digits
+(:func:`format_number`).
 
 Latency percentiles use Spark's ``percentile_approx(latency_ns, array(0.5, 0.9, 0.99),
 PERCENTILE_ACCURACY)`` (Greenwald-Khanna summaries). Its guarantee: the value returned for
@@ -31,6 +33,7 @@ on every capture). Maximum latencies are exact (``max``).
 
 from __future__ import annotations
 
+import math
 import os
 import shutil
 from pathlib import Path
@@ -41,6 +44,7 @@ __all__ = [
     "QUANTILES",
     "REPORTS",
     "build_reports",
+    "format_number",
     "read_table",
     "register_views",
     "REPORT_TABLES",
@@ -202,11 +206,13 @@ def _latency_sql(source: str, key_sql: str, key_name: str) -> str:
 
 
 def _latency_report(spark, source: str, key_sql: str, key_name: str):
+    from pyspark.sql import functions as F
+
     df = spark.sql(_latency_sql(source, key_sql, key_name))
     return (df.selectExpr(key_name, "exchanges", "error_exchanges", "paired",
                           "_p[0] AS p50_ns", "_p[1] AS p90_ns", "_p[2] AS p99_ns", "max_ns",
                           "throttled", "throttle_total_ms", "request_bytes", "response_bytes")
-            .orderBy("exchanges", ascending=False))
+            .orderBy(F.desc("exchanges"), F.asc_nulls_first(key_name)))
 
 
 def build_reports(spark, views: dict) -> dict:
@@ -267,7 +273,8 @@ def build_reports(spark, views: dict) -> dict:
             SELECT topic_name AS topic, partition, api_name, error_name,
                    count(*) AS responses, min(ts) AS first_ts, max(ts) AS last_ts
             FROM partition_topics WHERE error_code IS NOT NULL AND error_code <> 0
-            GROUP BY 1, 2, 3, 4 ORDER BY responses DESC, topic, partition, api_name""")
+            GROUP BY 1, 2, 3, 4
+            ORDER BY responses DESC, topic, partition, api_name, error_name""")
         r["throughput_per_minute"] = spark.sql("""
             WITH flows AS (
               SELECT date_trunc('MINUTE', ts) AS minute, topic_name AS topic,
@@ -294,15 +301,27 @@ def build_reports(spark, views: dict) -> dict:
 
 # ---------------------------------------------------------------------------- printing
 
+def format_number(v: float) -> str:
+    """A float with at least 3 significant digits and at least one decimal place:
+    ``0.000123``, ``0.0457``, ``5.68``, ``12.3``, ``123456.7``; below 1e-6 in scientific
+    notation (``1.23e-09``); ``0.0``, ``nan``, ``inf`` as such."""
+    if v == 0 or not math.isfinite(v):
+        return "0.0" if v == 0 else str(v)
+    if abs(v) < 1e-6:
+        return f"{v:.2e}"
+    places = max(1, 2 - math.floor(math.log10(abs(v))))
+    return f"{v:.{places}f}"
+
+
 def _cell(name: str, v) -> str:
     if v is None:
         return "-"
     if name.endswith("_ns") and isinstance(v, int):
         return f"{v / 1e6:.3f}"
     if name == "rate" and isinstance(v, float):
-        return f"{v * 100:.2f}%"
+        return f"{format_number(v * 100)}%"
     if isinstance(v, float):
-        return f"{v:.1f}"
+        return format_number(v)
     if hasattr(v, "strftime"):
         return v.strftime("%Y-%m-%d %H:%M:%S")
     if isinstance(v, (list, tuple)):
@@ -318,7 +337,9 @@ def _header(name: str) -> str:
 
 def render_rows(title: str, cols: list[str], rows: list) -> str:
     """Collected Spark ``Row``s (or mappings) as a text table of columns ``cols``
-    (``*_ns`` columns shown in ms, timestamps to the second); ``(none)`` when empty."""
+    (``*_ns`` columns shown in ms with 3 decimals, other floats with at least 3
+    significant digits (:func:`format_number`), ``rate`` as a percentage, timestamps to
+    the second); ``(none)`` when empty."""
     from kafkasniff.stats.report import render_table
 
     body = [[_cell(c, row[c]) for c in cols] for row in rows]

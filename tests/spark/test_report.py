@@ -14,10 +14,9 @@ import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
-from kafkasniff.export.schema import SCHEMAS, TABLES
 from kafkasniff.cli.spark import spark_group
-from kafkasniff.spark.report import (QUANTILES, REPORTS, _latency_report, read_table,
-                                     register_views)
+from kafkasniff.export.schema import SCHEMAS, TABLES
+from kafkasniff.spark.report import QUANTILES, REPORTS, _latency_report, read_table, register_views
 
 from .conftest import ALL_CAPTURES, all_broker_ports
 
@@ -258,3 +257,104 @@ def test_report_without_tables(spark, tmp_path) -> None:
     res = CliRunner().invoke(spark_group, ["report", str(tmp_path)])
     assert res.exit_code == 2
     assert "no exported table" in res.output
+
+
+# ---------------------------------------------------------------------------- issue 15
+
+def test_format_number() -> None:
+    from kafkasniff.spark.report import _cell, format_number
+
+    assert [format_number(v) for v in (0.000123456, 0.0457, 0.1, 5.678, 12.345, 123456.78,
+                                       -0.00123, 0.0, 1.5e-9)] == \
+        ["0.000123", "0.0457", "0.100", "5.68", "12.3", "123456.8", "-0.00123", "0.0",
+         "1.50e-09"]
+    assert _cell("p99_ms", 0.000456) == "0.000456"
+    assert _cell("rate", 0.0000123) == "0.00123%"
+    assert _cell("rate", 0.4783) == "47.8%"
+    assert _cell("p99_ns", 456) == "0.000"                       # ns columns: in ms
+    assert _cell("bytes_per_s", float("nan")) == "nan"
+
+
+def test_sql_prints_sub_millisecond_values(spark, report_dir) -> None:
+    """The docs' ``p99_ms`` example printed every double with one decimal place, so
+    sub-millisecond latencies showed as ``0.0``: now with 3 significant digits."""
+    q = ("SELECT client_id, percentile_approx(latency_ms, 0.99, 10000) AS p99_ms, "
+         "count(*) AS n FROM exchanges WHERE api_name = 'Produce' AND status = 'paired' "
+         "GROUP BY client_id ORDER BY p99_ms DESC, client_id")
+    res = CliRunner().invoke(spark_group, ["report", str(report_dir), "--sql", q,
+                                           "--top", "1000"])
+    assert res.exit_code == 0, res.output
+    register_views(spark, report_dir)
+    want = spark.sql(q).collect()
+    printed = [ln.split() for ln in res.output.splitlines()[3:] if ln.strip()]
+    assert len(printed) == len(want)
+    sub_ms = 0
+    for row, cells in zip(want, printed):
+        got = float(cells[-2])
+        assert got == pytest.approx(row["p99_ms"], rel=0.005), (row, cells)
+        sub_ms += row["p99_ms"] < 1
+    assert sub_ms > 0
+
+
+# every report's group keys (one row each) and order: keys to sort by (True: descending),
+# ending with the group keys so that the order is total
+REPORT_GROUP = {
+    "summary": ["capture"],
+    "latency_by_api": ["api_name"],
+    "latency_by_client_id": ["client_id"],
+    "latency_by_broker": ["broker"],
+    "latency_by_topic": ["topic"],
+    "errors_by_name": ["error"],
+    "errors_by_api": ["api_name", "error"],
+    "partition_errors": ["topic", "partition", "api_name", "error_name"],
+    "throttle": ["client_id", "api_name"],
+    "top_clients": ["client_ip"],
+    "top_client_ids": ["client_id"],
+    "throughput_per_minute": ["minute", "topic", "direction"],
+    "issues_by_kind": ["kind", "severity"],
+}
+REPORT_ORDER = {
+    "summary": [("capture", False)],
+    "latency_by_api": [("exchanges", True), ("api_name", False)],
+    "latency_by_client_id": [("exchanges", True), ("client_id", False)],
+    "latency_by_broker": [("exchanges", True), ("broker", False)],
+    "latency_by_topic": [("exchanges", True), ("topic", False)],
+    "errors_by_name": [("exchanges", True), ("error", False)],
+    "errors_by_api": [("exchanges", True), ("api_name", False), ("error", False)],
+    "partition_errors": [("responses", True), ("topic", False), ("partition", False),
+                         ("api_name", False), ("error_name", False)],
+    "throttle": [("throttle_total_ms", True), ("throttled", True), ("client_id", False),
+                 ("api_name", False)],
+    "top_clients": [("total_bytes", True), ("requests", True), ("client_ip", False)],
+    "top_client_ids": [("total_bytes", True), ("requests", True), ("client_id", False)],
+    "throughput_per_minute": [("minute", False), ("topic", False), ("direction", False)],
+    "issues_by_kind": [("issues", True), ("kind", False), ("severity", False)],
+}
+
+
+def _sorted_like(rows: list[dict], keys) -> list[dict]:
+    """``rows`` sorted as Spark's ORDER BY (nulls first ascending, last descending)."""
+    out = list(rows)
+    for key, desc in reversed(keys):          # stable sorts, last key first
+        out.sort(key=lambda r: (r[key] is not None, r[key]), reverse=desc)
+    return out
+
+
+def test_report_order_is_total(spark, report_dir) -> None:
+    """Tied rows came out in a different order each run (the latency reports ordered by
+    exchanges only, partition_errors without error_name): every report's order now ends
+    with its group keys."""
+    from kafkasniff.spark.report import build_reports
+
+    reports = build_reports(spark, register_views(spark, report_dir))
+    assert set(reports) == set(REPORT_ORDER)
+    ties = 0
+    for name, df in reports.items():
+        rows = [r.asDict() for r in df.collect()]
+        keys, group = REPORT_ORDER[name], REPORT_GROUP[name]
+        assert [k for k, _ in keys[-len(group):]] == group
+        assert len({tuple(r[k] for k in group) for r in rows}) == len(rows), name
+        assert rows == _sorted_like(rows, keys), name
+        first = [r[keys[0][0]] for r in rows]
+        ties += len(first) - len(set(first))
+    assert ties > 10       # the order of tied rows is what is checked
