@@ -209,6 +209,7 @@ def test_report_command_prints_and_writes(spark, report_dir) -> None:
     assert thr and sum(r["throttle_total_ms"] for r in rep["throttle"]) == \
         sum(r["throttle_time_ms"] for r in thr)
     assert sum(r["throttled"] for r in rep["throttle"]) == len(thr)
+    assert all(r["throttled"] > 0 and r["throttle_max_ms"] > 0 for r in rep["throttle"])
     # top talkers: bytes and requests add up
     assert sum(r["requests"] for r in rep["top_client_ids"]) == len(ex)
     assert sum(r["total_bytes"] for r in rep["top_clients"]) == \
@@ -226,8 +227,8 @@ def test_report_command_prints_and_writes(spark, report_dir) -> None:
     for r in rep["throughput_per_minute"]:
         got[r["direction"]] += r["bytes"]
         assert r["minute"].second == 0 and r["topic"]
-        assert r["bytes_per_s"] == pytest.approx(r["bytes"] / 60)
     assert got == want and got["produce"] > 0 and got["fetch"] > 0
+    check_throughput(report_dir, rep["throughput_per_minute"])
     # topic ids resolved: no 22-character id where topic_ids knows the name
     ids = {r["topic_id"] for r in arrow_rows(report_dir, "topic_ids")}
     assert not ids & {r["topic"] for r in rep["throughput_per_minute"]}
@@ -358,3 +359,56 @@ def test_report_order_is_total(spark, report_dir) -> None:
         first = [r[keys[0][0]] for r in rows]
         ties += len(first) - len(set(first))
     assert ties > 10       # the order of tied rows is what is checked
+
+
+def test_throttle_and_throughput_without_throttling(spark, tmp_path) -> None:
+    """With no throttling the throttle table printed rows of zeros; ``bytes_per_s``
+    divided the partial first and last minutes by 60."""
+    from kafkasniff.export.writer import export_captures
+
+    d = tmp_path / "t"
+    pcap = ALL_CAPTURES[0].parent / "librdkafka_errors_latency.pcap"
+    export_captures([pcap], d, options=pipeline_options_for(pcap))
+    res = CliRunner().invoke(spark_group, ["report", str(d), "--top", "50"])
+    assert res.exit_code == 0, res.output
+    section = res.output.split("[throttle]", 1)[1].split("\n\n", 1)[0]
+    assert section.strip() == "no throttling: no response has throttle_time_ms > 0"
+    assert pq.read_table(d / "report" / "throttle").num_rows == 0
+    rows = pq.read_table(d / "report" / "throughput_per_minute").to_pylist()
+    check_throughput(d, rows)
+    # the capture lasts about 5 s, all within one minute
+    assert rows and all(0 < r["covered_s"] < 10 for r in rows)
+    assert all(r["bytes_per_s"] > r["bytes"] / 10 for r in rows)
+
+
+def pipeline_options_for(pcap: Path):
+    from kafkasniff.pipeline import PipelineOptions
+
+    truth = json.loads(pcap.with_suffix(".truth.json").read_text())
+    return PipelineOptions(ports=frozenset(truth["broker_ports"]))
+
+
+def check_throughput(root: Path, rows: list[dict]) -> None:
+    """``covered_s`` of each minute is the time the captures cover in it (each capture from
+    its first to its last packet: connections and exchanges), ``bytes_per_s`` bytes over
+    it."""
+    spans: dict = {}
+    for r in arrow_rows(root, "connections"):
+        spans.setdefault(r["capture"], []).extend((r["first_ts_ns"], r["last_ts_ns"]))
+    for r in arrow_rows(root, "exchanges"):
+        spans.setdefault(r["capture"], []).extend(
+            v for v in (r["ts_ns"], r["request_last_ts_ns"], r["response_last_ts_ns"])
+            if v is not None)
+    intervals = sorted((min(v), max(v)) for v in spans.values())
+    partial = 0
+    for r in rows:
+        m0 = int(r["minute"].timestamp()) * 10**9
+        covered = set()        # whole milliseconds covered, to take the union of captures
+        for a, b in intervals:
+            lo, hi = max(a, m0), min(b, m0 + 60 * 10**9)
+            if hi > lo:
+                covered.update(range((lo - m0) // 10**6, (hi - m0) // 10**6))
+        assert r["covered_s"] == pytest.approx(len(covered) / 1000, abs=0.002 * len(intervals))
+        assert r["bytes_per_s"] == pytest.approx(r["bytes"] / r["covered_s"])
+        partial += r["covered_s"] < 59
+    assert partial > 0
