@@ -1,11 +1,13 @@
 """``kafkasniff spark``: the click group with ``decode``, ``report`` and ``watch``.
 
 Loaded by :class:`kafkasniff.cli.LazyGroup` when the command is used. Also runnable on its
-own (``spark-submit``, docs/spark.md): ``python -m kafkasniff.cli.spark decode ...``. PySpark and pyarrow are imported only
-inside the command functions, so ``read``, ``stats`` and ``export`` never load them.
+own (``spark-submit``, docs/spark.md): ``python -m kafkasniff.cli.spark decode ...``.
+PySpark and pyarrow are imported only inside the command functions, so ``read``, ``stats``
+and ``export`` never load them.
 
-Exit codes: 0 ok; 2 usage error, an input that cannot be read, Spark that cannot start
-(no Java, no PySpark, missing Spark Connect packages), a failed SQL query.
+Exit codes: 0 ok; 2 usage error, an input that cannot be read (``spark report`` on a
+directory without tables), Spark that cannot start (no Java, no PySpark, missing Spark
+Connect packages, a ``spark://`` master that cannot be reached), a failed SQL query.
 """
 
 from __future__ import annotations
@@ -148,10 +150,22 @@ def report_command(directory, master, remote, cores, conf, query, top, no_write)
 
     Reads the tables of DIR (written by export or spark decode), prints every report and
     writes each as Parquet under DIR/report/<name>/. Percentiles: percentile_approx with
-    accuracy 10000 (see docs/spark.md).
+    accuracy 10000 (see docs/spark.md). A DIR without tables is an error (exit 2) found
+    before Spark starts.
     """
-    from kafkasniff.spark.report import run_report
+    from kafkasniff.spark.report import (
+        REPORT_TABLES,
+        no_table_error,
+        run_report,
+        tables_present,
+    )
 
+    if remote is None:
+        # the driver reads DIR here: say there is nothing to read before Java starts (a
+        # Spark Connect server resolves DIR on its side; run_report checks it there)
+        present = tables_present(directory)
+        if not present or (query is None and not set(present) & set(REPORT_TABLES)):
+            fail(str(no_table_error(directory)))
     try:
         with _session(master, remote, cores, conf) as spark:
             if query is not None:

@@ -15,7 +15,11 @@ the same name, plus three helper views that resolve topic ids through ``topic_id
 
 :func:`build_reports` computes the reports (:data:`REPORTS`), :func:`run_report` prints them
 as text tables and writes each as Parquet under ``DIR/report/<name>/`` (replaced on every
-run).
+run). Every report's ORDER BY ends with its group keys, so that tied rows come out in the
+same order on every run. ``throttle`` keeps only (client_id, API) pairs with a throttled
+response (none: ``no throttling`` is printed). ``throughput_per_minute`` divides a minute's
+bytes by the seconds of it the captures cover (:func:`capture_spans`), not by 60. Printed
+floats keep at least 3 significant digits (:func:`format_number`).
 
 Latency percentiles use Spark's ``percentile_approx(latency_ns, array(0.5, 0.9, 0.99),
 PERCENTILE_ACCURACY)`` (Greenwald-Khanna summaries). Its guarantee: the value returned for
@@ -33,6 +37,7 @@ counted apart (``long_polls``, ``long_poll_p50_ns``).
 
 from __future__ import annotations
 
+import math
 import os
 import shutil
 from pathlib import Path
@@ -49,17 +54,23 @@ __all__ = [
     "QUANTILES",
     "REPORTS",
     "build_reports",
+    "capture_spans",
+    "format_number",
     "read_table",
     "register_views",
+    "REPORT_TABLES",
     "render_dataframe",
     "run_report",
     "run_sql",
+    "tables_present",
 ]
 
 #: ``accuracy`` argument of ``percentile_approx``: relative rank error 1 / 10 000.
 PERCENTILE_ACCURACY = 10_000
 QUANTILES = (0.5, 0.9, 0.99)
 HELPER_VIEWS = ("topic_names", "exchange_topics", "partition_topics")
+#: the tables the reports are made of: a report needs at least one of them
+REPORT_TABLES = ("exchanges", "partitions", "issues")
 
 #: Report name -> title, in output order.
 REPORTS = {
@@ -72,13 +83,19 @@ REPORTS = {
                       "exchanges)",
     "errors_by_api": "Errors by API and name (rate = share of the API's exchanges)",
     "partition_errors": "Partition errors (topic-partitions answered with an error)",
-    "throttle": "Throttling per client_id and API",
+    "throttle": "Throttling per client_id and API (pairs with a throttled response)",
     "top_clients": "Top talkers by client host",
     "top_client_ids": "Top talkers by client_id",
     "throughput_per_minute": "Produce and fetch throughput per topic per minute (record "
                              "data)",
     "issues_by_kind": "Issues by kind and severity",
     **GROUP_REPORTS,
+}
+
+
+#: What an empty report prints instead of ``(none)``.
+EMPTY_TEXT = {
+    "throttle": "no throttling: no response has throttle_time_ms > 0",
 }
 
 
@@ -104,6 +121,15 @@ def _detect_format(root: Path) -> str:
             if f.endswith(".parquet"):
                 return "parquet"
     return "parquet"
+
+
+def tables_present(root: str | os.PathLike[str]) -> list[str]:
+    """The export tables (:data:`kafkasniff.export.schema.TABLES`) that ``root`` holds: a
+    sub-directory of that name with at least one data file. Plain file system checks:
+    no Spark, no JVM (the CLI calls it before starting Spark)."""
+    from kafkasniff.export.schema import TABLES
+
+    return [t for t in TABLES if _table_dir(Path(root), t) is not None]
 
 
 def read_table(spark, root: str | os.PathLike[str], table: str, fmt: str | None = None):
@@ -169,6 +195,14 @@ def register_views(spark, root: str | os.PathLike[str], fmt: str | None = None) 
     return views
 
 
+def no_table_error(root: str | os.PathLike[str]):
+    """The :class:`~kafkasniff.errors.KafkaSniffError` for a directory without tables."""
+    from kafkasniff.errors import KafkaSniffError
+
+    return KafkaSniffError(f"{root}: no exported table found (expected exchanges/, "
+                           f"partitions/, ... written by kafkasniff export or spark decode)")
+
+
 # ---------------------------------------------------------------------------- reports
 
 # the latency of a paired exchange the broker answered when it could (long-polls, which waited
@@ -201,11 +235,79 @@ def _latency_sql(source: str, key_sql: str, key_name: str) -> str:
 
 
 def _latency_report(spark, source: str, key_sql: str, key_name: str):
+    from pyspark.sql import functions as F
+
     df = spark.sql(_latency_sql(source, key_sql, key_name))
     return (df.selectExpr(key_name, "exchanges", "error_exchanges", "paired",
                           "_p[0] AS p50_ns", "_p[1] AS p90_ns", "_p[2] AS p99_ns", "max_ns",
-                          "long_polls", "long_poll_p50_ns", "throttled", "throttle_total_ms", "request_bytes", "response_bytes")
-            .orderBy("exchanges", ascending=False))
+                          "long_polls", "long_poll_p50_ns", "throttled", "throttle_total_ms",
+                          "request_bytes", "response_bytes")
+            .orderBy(F.desc("exchanges"), F.asc_nulls_first(key_name)))
+
+
+def capture_spans(spark, views: dict) -> list[tuple[int, int]]:
+    """The time the captures cover: per capture, its first to its last packet (ns since the
+    Unix epoch), taken from the ``connections`` rows (first and last packet of every TCP
+    connection) and the ``exchanges`` rows (first byte of a request to last byte of its
+    response) present, else from ``partitions.ts_ns``; the spans of all captures merged
+    where they overlap or touch. Sorted, disjoint ``(start_ns, end_ns)`` pairs; empty
+    when no table has a row. Runs one small Spark job (one row per capture)."""
+    parts = []
+    if "connections" in views:
+        parts.append("SELECT capture, first_ts_ns AS s, last_ts_ns AS e FROM connections")
+    if "exchanges" in views:
+        parts.append("SELECT capture, ts_ns AS s, greatest(ts_ns, request_last_ts_ns, "
+                     "response_last_ts_ns) AS e FROM exchanges")
+    if not parts and "partitions" in views:
+        parts.append("SELECT capture, ts_ns AS s, ts_ns AS e FROM partitions")
+    if not parts:
+        return []
+    rows = spark.sql(f"SELECT capture, min(s) AS s, max(e) AS e FROM "
+                     f"({' UNION ALL '.join(parts)}) GROUP BY capture").collect()
+    merged: list[list[int]] = []
+    for start, end in sorted((r["s"], r["e"]) for r in rows if r["s"] is not None):
+        if merged and start <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    return [(a, b) for a, b in merged]
+
+
+def _throughput_per_minute(spark, views: dict):
+    """Record bytes per (minute, topic, direction); ``covered_s``: the seconds of that
+    minute the captures cover (:func:`capture_spans`: less than 60 in a capture's first and
+    last minute, and where captures leave gaps), ``bytes_per_s`` = bytes / covered_s
+    (null when covered_s is 0)."""
+    from pyspark.sql import functions as F
+
+    agg = spark.sql("""
+        WITH flows AS (
+          SELECT date_trunc('MINUTE', ts) AS minute, topic_name AS topic,
+                 CASE WHEN api_name = 'Produce' OR api_name LIKE '%PRODUCE (0.7)'
+                      THEN 'produce' ELSE 'fetch' END AS direction,
+                 records_bytes, records, batches
+          FROM partition_topics
+          WHERE records_bytes IS NOT NULL
+            AND (api_name IN ('Produce', 'Fetch', 'ShareFetch')
+                 OR api_name LIKE '%PRODUCE (0.7)' OR api_name LIKE '%FETCH (0.7)'))
+        SELECT minute, topic, direction, sum(records_bytes) AS bytes,
+               coalesce(sum(records), 0) AS records, coalesce(sum(batches), 0) AS batches,
+               count(*) AS partition_rows
+        FROM flows GROUP BY 1, 2, 3""")
+    spans = spark.createDataFrame(capture_spans(spark, views), "start_ns BIGINT, end_ns BIGINT")
+    minute_ns = 60 * 10**9
+    covered = (agg.select("minute").distinct()
+               .withColumn("m0", F.expr("unix_micros(minute) * 1000"))
+               .crossJoin(spans)
+               .groupBy("minute")
+               .agg(F.expr(f"sum(greatest(0L, least(m0 + {minute_ns}L, end_ns) "
+                           f"- greatest(m0, start_ns))) / 1e9").alias("covered_s")))
+    return (agg.join(covered, "minute", "left")
+            .selectExpr("minute", "topic", "direction", "bytes", "records", "batches",
+                        "partition_rows", "covered_s",
+                        "CASE WHEN covered_s > 0 THEN CAST(bytes AS DOUBLE) / covered_s END "
+                        "AS bytes_per_s")
+            .orderBy("minute", "topic", "direction"))
 
 
 def build_reports(spark, views: dict) -> dict:
@@ -245,7 +347,8 @@ def build_reports(spark, views: dict) -> dict:
                      AS throttle_total_ms,
                    coalesce(max(throttle_time_ms), 0) AS throttle_max_ms
             FROM exchanges WHERE throttle_time_ms IS NOT NULL
-            GROUP BY 1, 2 ORDER BY throttle_total_ms DESC, throttled DESC, client_id, api_name""")
+            GROUP BY 1, 2 HAVING count_if(throttle_time_ms > 0) > 0
+            ORDER BY throttle_total_ms DESC, throttled DESC, client_id, api_name""")
         r["top_clients"] = spark.sql("""
             SELECT client_ip, count(DISTINCT connection_key) AS connections,
                    count(*) AS requests, sum(request_bytes) AS request_bytes,
@@ -266,22 +369,9 @@ def build_reports(spark, views: dict) -> dict:
             SELECT topic_name AS topic, partition, api_name, error_name,
                    count(*) AS responses, min(ts) AS first_ts, max(ts) AS last_ts
             FROM partition_topics WHERE error_code IS NOT NULL AND error_code <> 0
-            GROUP BY 1, 2, 3, 4 ORDER BY responses DESC, topic, partition, api_name""")
-        r["throughput_per_minute"] = spark.sql("""
-            WITH flows AS (
-              SELECT date_trunc('MINUTE', ts) AS minute, topic_name AS topic,
-                     CASE WHEN api_name = 'Produce' OR api_name LIKE '%PRODUCE (0.7)'
-                          THEN 'produce' ELSE 'fetch' END AS direction,
-                     records_bytes, records, batches
-              FROM partition_topics
-              WHERE records_bytes IS NOT NULL
-                AND (api_name IN ('Produce', 'Fetch', 'ShareFetch')
-                     OR api_name LIKE '%PRODUCE (0.7)' OR api_name LIKE '%FETCH (0.7)'))
-            SELECT minute, topic, direction, sum(records_bytes) AS bytes,
-                   coalesce(sum(records), 0) AS records, coalesce(sum(batches), 0) AS batches,
-                   count(*) AS partition_rows,
-                   CAST(sum(records_bytes) AS DOUBLE) / 60 AS bytes_per_s
-            FROM flows GROUP BY 1, 2, 3 ORDER BY minute, topic, direction""")
+            GROUP BY 1, 2, 3, 4
+            ORDER BY responses DESC, topic, partition, api_name, error_name""")
+        r["throughput_per_minute"] = _throughput_per_minute(spark, views)
     if "issues" in views:
         r["issues_by_kind"] = spark.sql("""
             SELECT kind, severity, count(*) AS issues,
@@ -294,15 +384,27 @@ def build_reports(spark, views: dict) -> dict:
 
 # ---------------------------------------------------------------------------- printing
 
+def format_number(v: float) -> str:
+    """A float with at least 3 significant digits and at least one decimal place:
+    ``0.000123``, ``0.0457``, ``5.68``, ``12.3``, ``123456.7``; below 1e-6 in scientific
+    notation (``1.23e-09``); ``0.0``, ``nan``, ``inf`` as such."""
+    if v == 0 or not math.isfinite(v):
+        return "0.0" if v == 0 else str(v)
+    if abs(v) < 1e-6:
+        return f"{v:.2e}"
+    places = max(1, 2 - math.floor(math.log10(abs(v))))
+    return f"{v:.{places}f}"
+
+
 def _cell(name: str, v) -> str:
     if v is None:
         return "-"
     if name.endswith("_ns") and isinstance(v, int):
         return f"{v / 1e6:.3f}"
     if name == "rate" and isinstance(v, float):
-        return f"{v * 100:.2f}%"
+        return f"{format_number(v * 100)}%"
     if isinstance(v, float):
-        return f"{v:.1f}"
+        return format_number(v)
     if hasattr(v, "strftime"):
         return v.strftime("%Y-%m-%d %H:%M:%S")
     if isinstance(v, (list, tuple)):
@@ -316,21 +418,24 @@ def _header(name: str) -> str:
     return name
 
 
-def render_rows(title: str, cols: list[str], rows: list) -> str:
+def render_rows(title: str, cols: list[str], rows: list, empty: str = "(none)") -> str:
     """Collected Spark ``Row``s (or mappings) as a text table of columns ``cols``
-    (``*_ns`` columns shown in ms, timestamps to the second); ``(none)`` when empty."""
+    (``*_ns`` columns shown in ms with 3 decimals, other floats with at least 3
+    significant digits (:func:`format_number`), ``rate`` as a percentage, timestamps to
+    the second); ``empty`` under the title when there is no row."""
     from kafkasniff.stats.report import render_table
 
     body = [[_cell(c, row[c]) for c in cols] for row in rows]
     if body:
         # render_table right-aligns cells starting with a digit (first column excepted)
         return render_table(title, [_header(c) for c in cols], body)
-    return f"{title}\n  (none)\n"
+    return f"{title}\n  {empty}\n"
 
 
-def render_dataframe(title: str, df, top: int | None = 20) -> str:
+def render_dataframe(title: str, df, top: int | None = 20, empty: str = "(none)") -> str:
     """The first ``top`` rows of ``df`` as a text table (``*_ns`` columns shown in ms)."""
-    return render_rows(title, df.columns, df.limit(top).collect() if top else df.collect())
+    return render_rows(title, df.columns, df.limit(top).collect() if top else df.collect(),
+                       empty)
 
 
 def run_report(spark, root: str | os.PathLike[str], *, top: int = 20, write: bool = True,
@@ -340,11 +445,8 @@ def run_report(spark, root: str | os.PathLike[str], *, top: int = 20, write: boo
     Returns report name -> DataFrame; raises :class:`~kafkasniff.errors.KafkaSniffError` when
     ``root`` holds none of the exchanges, partitions and issues tables."""
     views = register_views(spark, root)
-    if not any(t in views for t in ("exchanges", "partitions", "issues")):
-        from kafkasniff.errors import KafkaSniffError
-
-        raise KafkaSniffError(f"{root}: no exported table found (expected exchanges/, "
-                              f"partitions/, ... written by kafkasniff export or spark decode)")
+    if not any(t in views for t in REPORT_TABLES):
+        raise no_table_error(root)
     reports = build_reports(spark, views)
     out = Path(root) / "report"
     for name, df in reports.items():
@@ -354,7 +456,8 @@ def run_report(spark, root: str | os.PathLike[str], *, top: int = 20, write: boo
             if target.exists():
                 shutil.rmtree(target)
             df.coalesce(1).write.mode("overwrite").parquet(str(target))
-        echo(render_dataframe(f"{REPORTS[name]}  [{name}]", df, top))
+        echo(render_dataframe(f"{REPORTS[name]}  [{name}]", df, top,
+                              EMPTY_TEXT.get(name, "(none)")))
         if write:
             df.unpersist()
     echo(f"accuracy: percentiles by percentile_approx (accuracy {PERCENTILE_ACCURACY}: "

@@ -11,7 +11,12 @@ zstandard, numpy).
 Every session gets: ``spark.sql.session.timeZone=UTC`` (timestamps print and bucket in UTC
 like the rest of kafkasniff), ``spark.sql.parquet.outputTimestampType=TIMESTAMP_MICROS``
 (what the export schemas use), no console progress bar, and logging at WARN (a log4j2
-configuration that silences Spark's start-up chatter); a new session outside
+configuration that silences Spark's start-up chatter and a few known harmless warnings);
+the driver JVM's stderr is relayed without the JVM's warning about the incubator module
+Spark 4 always loads, and pyspark's FutureWarning about the pandas version is filtered
+(errors and every other message still reach stderr). A ``spark://`` master is checked
+with a TCP connection (:func:`check_master`, 5 s) before Java starts; a session that
+fails to start raises :class:`SparkSetupError` with one line. A new session outside
 ``spark-submit`` also gets ``spark.sql.warehouse.dir`` in the temporary directory, so that
 Spark's catalog directory (``spark-warehouse``) is not made where the command runs.
 ``PYSPARK_PYTHON`` and ``PYSPARK_DRIVER_PYTHON`` default to this interpreter
@@ -29,10 +34,13 @@ import importlib.util
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
-from typing import Iterator
+import threading
+import warnings
+from typing import IO, Iterator
 
 from kafkasniff.errors import KafkaSniffError
 
@@ -41,6 +49,7 @@ __all__ = [
     "SparkSetupError",
     "check_connect_client",
     "check_java",
+    "check_master",
     "check_pyspark",
     "get_spark",
     "spark_session",
@@ -48,6 +57,17 @@ __all__ = [
 
 DEFAULT_APP_NAME = "kafkasniff"
 MIN_JAVA = 17
+#: seconds to wait for a TCP connection to a ``spark://`` master before Java is started
+MASTER_CONNECT_TIMEOUT_S = 5.0
+#: port of a ``spark://HOST`` master URL without one (Spark's default)
+DEFAULT_MASTER_PORT = 7077
+
+#: lines the driver JVM prints on stderr that say nothing to a kafkasniff user: Spark 4's
+#: launcher always adds ``--add-modules=jdk.incubator.vector`` and the JVM then warns
+#: about it; these exact lines are dropped, everything else the JVM prints is passed on
+_JVM_NOISE = frozenset({
+    b"WARNING: Using incubator modules: jdk.incubator.vector",
+})
 
 _BASE_CONF = {
     "spark.sql.session.timeZone": "UTC",
@@ -87,15 +107,16 @@ logger.stream.name = org.apache.spark.sql.execution.streaming
 logger.stream.level = error
 logger.nwr.name = org.apache.spark.sql.execution.streaming.runtime.ResolveWriteToStream
 logger.nwr.level = error
-logger.rl.name = org.apache.spark.sql.catalyst.util.SparkStringUtils
+logger.rl.name = org.apache.spark.util.SparkStringUtils
 logger.rl.level = error
 """
 
 
 class SparkSetupError(KafkaSniffError):
-    """Spark cannot run here: PySpark, Java or the Connect client packages are missing, or a
-    session with another master is already active in this process. The message says what
-    to install or change."""
+    """Spark cannot run here: PySpark, Java or the Connect client packages are missing, the
+    ``spark://`` master cannot be reached, the session failed to start, or a session with
+    another master is already active in this process. The message says what to install or
+    change."""
 
 
 def check_pyspark() -> None:
@@ -159,6 +180,115 @@ def check_connect_client() -> None:
             + f". Install them with: pip install 'pyspark[connect]=={pyspark.__version__}'")
 
 
+def _master_addresses(master: str) -> list[tuple[str, int]]:
+    """``(host, port)`` of each master of a ``spark://`` URL (``spark://h1:7077,h2:7077``
+    for standby masters; port 7077 when none is given); raise :class:`SparkSetupError` for
+    a URL without a host or with a bad port."""
+    addrs = []
+    for part in master[len("spark://"):].split(","):
+        part = part.strip().rstrip("/")
+        m = re.fullmatch(r"(?:\[([^\]]+)\]|([^:\[\]]+))(?::(\d+))?", part)
+        host = m and (m.group(1) or m.group(2))
+        port = (m and m.group(3)) or str(DEFAULT_MASTER_PORT)
+        if not host or not 0 < int(port) < 65536:
+            raise SparkSetupError(f"{master}: not a Spark master URL (spark://HOST:PORT)")
+        addrs.append((host, int(port)))
+    return addrs
+
+
+def check_master(master: str, timeout_s: float = MASTER_CONNECT_TIMEOUT_S) -> None:
+    """For a standalone master URL (``spark://HOST:PORT[,HOST:PORT...]``): raise
+    :class:`SparkSetupError` unless a TCP connection to one of its masters opens within
+    ``timeout_s`` seconds (each), before any JVM is started. Without this, Spark's client
+    retries an unreachable master three times 20 s apart and fails with a Java stack trace.
+    Other master URLs (``local``, ``yarn``, ``k8s://`` ...) are not checked."""
+    if not master.startswith("spark://"):
+        return
+    failures = []
+    for host, port in _master_addresses(master):
+        try:
+            with socket.create_connection((host, port), timeout=timeout_s):
+                return
+        except socket.timeout:
+            failures.append(f"{host}:{port}: no answer within {timeout_s:g} s")
+        except OSError as exc:
+            failures.append(f"{host}:{port}: {exc.strerror or exc}")
+    raise SparkSetupError(f"cannot reach the Spark master {master} ({'; '.join(failures)}); "
+                          "is the master running and is the URL right?")
+
+
+def _quiet_python_warnings() -> None:
+    """Drop pyspark's FutureWarning about the installed pandas version (printed on every
+    session start by ``pyspark.testing``, which PySpark imports itself); other warnings
+    are left alone."""
+    warnings.filterwarnings("ignore", category=FutureWarning,
+                            message=r"PySpark does not yet fully support pandas")
+
+
+def _relay_stderr(stream: IO[bytes]) -> None:
+    """Copy the JVM's stderr to ours (fd 2) line by line, dropping :data:`_JVM_NOISE`."""
+    with stream:
+        for line in iter(stream.readline, b""):
+            if line.rstrip(b"\r\n") in _JVM_NOISE:
+                continue
+            view = memoryview(line)
+            try:
+                while view:
+                    view = view[os.write(2, view):]
+            except OSError:
+                pass
+
+
+def _launch_gateway(settings: dict[str, str], master: str | None, app_name: str) -> None:
+    """Start the driver JVM the way PySpark does (``spark-submit ... pyspark-shell`` with
+    every setting as ``--conf``), but with its stderr passed through
+    :func:`_relay_stderr`. Does nothing when a gateway exists (a JVM of this process, or
+    ``spark-submit``'s)."""
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    if "PYSPARK_GATEWAY_PORT" in os.environ:
+        return
+    with SparkContext._lock:
+        if SparkContext._gateway is not None:
+            return
+        conf = SparkConf()
+        conf.setAppName(app_name)
+        if master is not None:
+            conf.setMaster(master)
+        for k, v in settings.items():
+            conf.set(k, v)
+        gateway = launch_gateway(conf, popen_kwargs={"stderr": subprocess.PIPE})
+        proc = getattr(gateway, "proc", None)
+        if proc is not None and proc.stderr is not None:
+            threading.Thread(target=_relay_stderr, args=(proc.stderr,),
+                             name="kafkasniff-jvm-stderr", daemon=True).start()
+        SparkContext._gateway = gateway
+        SparkContext._jvm = gateway.jvm
+
+
+def _java_error_line(exc: BaseException) -> str:
+    """The first line of a JVM exception's message (else of ``exc``)."""
+    java = getattr(exc, "java_exception", None)
+    text = ""
+    if java is not None:
+        try:
+            text = str(java.getMessage() or "")
+        except Exception:  # noqa: BLE001 - the JVM may be gone
+            text = ""
+    if not text:
+        try:
+            text = str(exc)
+        except Exception:  # noqa: BLE001 - py4j's __str__ asks the JVM, which may be gone
+            text = ""
+    lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
+    line = lines[0] if lines else type(exc).__name__
+    if "stopped SparkContext" in line:
+        # Spark stopped the context while starting: the cluster refused the application
+        line = "the application was stopped while starting (see Spark's messages above)"
+    return line
+
+
 def _log4j2_file() -> str:
     path = os.path.join(tempfile.gettempdir(), f"kafkasniff-log4j2-{os.getuid()}.properties")
     try:
@@ -199,11 +329,15 @@ def get_spark(master: str | None = None, remote: str | None = None,
 
     Raises:
         SparkSetupError: PySpark, Java (local / cluster mode) or the Connect client
-            packages (``remote``) are missing, or an active session runs on another master.
+            packages (``remote``) are missing, no master of a ``spark://`` URL accepts a
+            TCP connection within :data:`MASTER_CONNECT_TIMEOUT_S`, the session failed to
+            start (one line: the JVM's first message line), or an active session runs on
+            another master.
     """
     if master and remote:
         raise SparkSetupError("give either --master or --remote, not both")
     check_pyspark()
+    _quiet_python_warnings()
     settings = dict(_BASE_CONF)
     if conf:
         settings.update(conf)
@@ -234,6 +368,8 @@ def get_spark(master: str | None = None, remote: str | None = None,
         raise SparkSetupError(f"a Spark session on {active_master} is already active in "
                               f"this process; cannot start one on {master}")
 
+    if master is not None:
+        check_master(master)
     check_java()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
@@ -265,9 +401,33 @@ def get_spark(master: str | None = None, remote: str | None = None,
         builder = builder.master(master)
     for k, v in settings.items():
         builder = builder.config(k, v)
-    session = builder.getOrCreate()
+    try:
+        if not submitted:
+            _launch_gateway(settings, master, app_name)
+        session = builder.getOrCreate()
+    except Exception as exc:  # noqa: BLE001 - JVM errors arrive as py4j/pyspark exceptions
+        if not type(exc).__module__.startswith(("py4j", "pyspark")):
+            raise
+        line = _java_error_line(exc)         # before the JVM is stopped: it asks the JVM
+        _stop_failed_context()
+        raise SparkSetupError(f"Spark could not start on {master or 'the submitted master'}: "
+                              f"{line}") from None
     session.sparkContext.setLogLevel("WARN")
     return session
+
+
+def _stop_failed_context() -> None:
+    """Stop what is left of a SparkContext whose start failed (so that the process can
+    exit, or try again)."""
+    from pyspark import SparkContext
+
+    sc = SparkContext._active_spark_context
+    if sc is not None:
+        try:
+            sc.stop()
+        except Exception:  # noqa: BLE001 - best effort, the JVM may be gone
+            pass
+    _shutdown_gateway(timeout_s=10)
 
 
 def is_connect(session) -> bool:

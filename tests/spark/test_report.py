@@ -14,10 +14,9 @@ import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
-from kafkasniff.export.schema import SCHEMAS, TABLES
 from kafkasniff.cli.spark import spark_group
-from kafkasniff.spark.report import (QUANTILES, REPORTS, _latency_report, read_table,
-                                     register_views)
+from kafkasniff.export.schema import SCHEMAS, TABLES
+from kafkasniff.spark.report import QUANTILES, REPORTS, _latency_report, read_table, register_views
 
 from .conftest import ALL_CAPTURES, all_broker_ports
 
@@ -212,6 +211,7 @@ def test_report_command_prints_and_writes(spark, report_dir) -> None:
     assert thr and sum(r["throttle_total_ms"] for r in rep["throttle"]) == \
         sum(r["throttle_time_ms"] for r in thr)
     assert sum(r["throttled"] for r in rep["throttle"]) == len(thr)
+    assert all(r["throttled"] > 0 and r["throttle_max_ms"] > 0 for r in rep["throttle"])
     # top talkers: bytes and requests add up
     assert sum(r["requests"] for r in rep["top_client_ids"]) == len(ex)
     assert sum(r["total_bytes"] for r in rep["top_clients"]) == \
@@ -229,8 +229,8 @@ def test_report_command_prints_and_writes(spark, report_dir) -> None:
     for r in rep["throughput_per_minute"]:
         got[r["direction"]] += r["bytes"]
         assert r["minute"].second == 0 and r["topic"]
-        assert r["bytes_per_s"] == pytest.approx(r["bytes"] / 60)
     assert got == want and got["produce"] > 0 and got["fetch"] > 0
+    check_throughput(report_dir, rep["throughput_per_minute"])
     # topic ids resolved: no 22-character id where topic_ids knows the name
     ids = {r["topic_id"] for r in arrow_rows(report_dir, "topic_ids")}
     assert not ids & {r["topic"] for r in rep["throughput_per_minute"]}
@@ -260,3 +260,157 @@ def test_report_without_tables(spark, tmp_path) -> None:
     res = CliRunner().invoke(spark_group, ["report", str(tmp_path)])
     assert res.exit_code == 2
     assert "no exported table" in res.output
+
+
+# ---------------------------------------------------------------------------- issue 15
+
+def test_format_number() -> None:
+    from kafkasniff.spark.report import _cell, format_number
+
+    assert [format_number(v) for v in (0.000123456, 0.0457, 0.1, 5.678, 12.345, 123456.78,
+                                       -0.00123, 0.0, 1.5e-9)] == \
+        ["0.000123", "0.0457", "0.100", "5.68", "12.3", "123456.8", "-0.00123", "0.0",
+         "1.50e-09"]
+    assert _cell("p99_ms", 0.000456) == "0.000456"
+    assert _cell("rate", 0.0000123) == "0.00123%"
+    assert _cell("rate", 0.4783) == "47.8%"
+    assert _cell("p99_ns", 456) == "0.000"                       # ns columns: in ms
+    assert _cell("bytes_per_s", float("nan")) == "nan"
+
+
+def test_sql_prints_sub_millisecond_values(spark, report_dir) -> None:
+    """The docs' ``p99_ms`` example printed every double with one decimal place, so
+    sub-millisecond latencies showed as ``0.0``: now with 3 significant digits."""
+    q = ("SELECT client_id, percentile_approx(latency_ms, 0.99, 10000) AS p99_ms, "
+         "count(*) AS n FROM exchanges WHERE api_name = 'Produce' AND status = 'paired' "
+         "GROUP BY client_id ORDER BY p99_ms DESC, client_id")
+    res = CliRunner().invoke(spark_group, ["report", str(report_dir), "--sql", q,
+                                           "--top", "1000"])
+    assert res.exit_code == 0, res.output
+    register_views(spark, report_dir)
+    want = spark.sql(q).collect()
+    printed = [ln.split() for ln in res.output.splitlines()[3:] if ln.strip()]
+    assert len(printed) == len(want)
+    sub_ms = 0
+    for row, cells in zip(want, printed):
+        got = float(cells[-2])
+        assert got == pytest.approx(row["p99_ms"], rel=0.005), (row, cells)
+        sub_ms += row["p99_ms"] < 1
+    assert sub_ms > 0
+
+
+# every report's group keys (one row each) and order: keys to sort by (True: descending),
+# ending with the group keys so that the order is total
+REPORT_GROUP = {
+    "summary": ["capture"],
+    "latency_by_api": ["api_name"],
+    "latency_by_client_id": ["client_id"],
+    "latency_by_broker": ["broker"],
+    "latency_by_topic": ["topic"],
+    "errors_by_name": ["error"],
+    "errors_by_api": ["api_name", "error"],
+    "partition_errors": ["topic", "partition", "api_name", "error_name"],
+    "throttle": ["client_id", "api_name"],
+    "top_clients": ["client_ip"],
+    "top_client_ids": ["client_id"],
+    "throughput_per_minute": ["minute", "topic", "direction"],
+    "issues_by_kind": ["kind", "severity"],
+}
+REPORT_ORDER = {
+    "summary": [("capture", False)],
+    "latency_by_api": [("exchanges", True), ("api_name", False)],
+    "latency_by_client_id": [("exchanges", True), ("client_id", False)],
+    "latency_by_broker": [("exchanges", True), ("broker", False)],
+    "latency_by_topic": [("exchanges", True), ("topic", False)],
+    "errors_by_name": [("exchanges", True), ("error", False)],
+    "errors_by_api": [("exchanges", True), ("api_name", False), ("error", False)],
+    "partition_errors": [("responses", True), ("topic", False), ("partition", False),
+                         ("api_name", False), ("error_name", False)],
+    "throttle": [("throttle_total_ms", True), ("throttled", True), ("client_id", False),
+                 ("api_name", False)],
+    "top_clients": [("total_bytes", True), ("requests", True), ("client_ip", False)],
+    "top_client_ids": [("total_bytes", True), ("requests", True), ("client_id", False)],
+    "throughput_per_minute": [("minute", False), ("topic", False), ("direction", False)],
+    "issues_by_kind": [("issues", True), ("kind", False), ("severity", False)],
+}
+
+
+def _sorted_like(rows: list[dict], keys) -> list[dict]:
+    """``rows`` sorted as Spark's ORDER BY (nulls first ascending, last descending)."""
+    out = list(rows)
+    for key, desc in reversed(keys):          # stable sorts, last key first
+        out.sort(key=lambda r: (r[key] is not None, r[key]), reverse=desc)
+    return out
+
+
+def test_report_order_is_total(spark, report_dir) -> None:
+    """Tied rows came out in a different order each run (the latency reports ordered by
+    exchanges only, partition_errors without error_name): every report's order now ends
+    with its group keys."""
+    from kafkasniff.spark.report import build_reports
+
+    reports = build_reports(spark, register_views(spark, report_dir))
+    assert set(reports) == set(REPORT_ORDER)
+    ties = 0
+    for name, df in reports.items():
+        rows = [r.asDict() for r in df.collect()]
+        keys, group = REPORT_ORDER[name], REPORT_GROUP[name]
+        assert [k for k, _ in keys[-len(group):]] == group
+        assert len({tuple(r[k] for k in group) for r in rows}) == len(rows), name
+        assert rows == _sorted_like(rows, keys), name
+        first = [r[keys[0][0]] for r in rows]
+        ties += len(first) - len(set(first))
+    assert ties > 10       # the order of tied rows is what is checked
+
+
+def test_throttle_and_throughput_without_throttling(spark, tmp_path) -> None:
+    """With no throttling the throttle table printed rows of zeros; ``bytes_per_s``
+    divided the partial first and last minutes by 60."""
+    from kafkasniff.export.writer import export_captures
+
+    d = tmp_path / "t"
+    pcap = ALL_CAPTURES[0].parent / "librdkafka_errors_latency.pcap"
+    export_captures([pcap], d, options=pipeline_options_for(pcap))
+    res = CliRunner().invoke(spark_group, ["report", str(d), "--top", "50"])
+    assert res.exit_code == 0, res.output
+    section = res.output.split("[throttle]", 1)[1].split("\n\n", 1)[0]
+    assert section.strip() == "no throttling: no response has throttle_time_ms > 0"
+    assert pq.read_table(d / "report" / "throttle").num_rows == 0
+    rows = pq.read_table(d / "report" / "throughput_per_minute").to_pylist()
+    check_throughput(d, rows)
+    # the capture lasts about 5 s, all within one minute
+    assert rows and all(0 < r["covered_s"] < 10 for r in rows)
+    assert all(r["bytes_per_s"] > r["bytes"] / 10 for r in rows)
+
+
+def pipeline_options_for(pcap: Path):
+    from kafkasniff.pipeline import PipelineOptions
+
+    truth = json.loads(pcap.with_suffix(".truth.json").read_text())
+    return PipelineOptions(ports=frozenset(truth["broker_ports"]))
+
+
+def check_throughput(root: Path, rows: list[dict]) -> None:
+    """``covered_s`` of each minute is the time the captures cover in it (each capture from
+    its first to its last packet: connections and exchanges), ``bytes_per_s`` bytes over
+    it."""
+    spans: dict = {}
+    for r in arrow_rows(root, "connections"):
+        spans.setdefault(r["capture"], []).extend((r["first_ts_ns"], r["last_ts_ns"]))
+    for r in arrow_rows(root, "exchanges"):
+        spans.setdefault(r["capture"], []).extend(
+            v for v in (r["ts_ns"], r["request_last_ts_ns"], r["response_last_ts_ns"])
+            if v is not None)
+    intervals = sorted((min(v), max(v)) for v in spans.values())
+    partial = 0
+    for r in rows:
+        m0 = int(r["minute"].timestamp()) * 10**9
+        covered = set()        # whole milliseconds covered, to take the union of captures
+        for a, b in intervals:
+            lo, hi = max(a, m0), min(b, m0 + 60 * 10**9)
+            if hi > lo:
+                covered.update(range((lo - m0) // 10**6, (hi - m0) // 10**6))
+        assert r["covered_s"] == pytest.approx(len(covered) / 1000, abs=0.002 * len(intervals))
+        assert r["bytes_per_s"] == pytest.approx(r["bytes"] / r["covered_s"])
+        partial += r["covered_s"] < 59
+    assert partial > 0

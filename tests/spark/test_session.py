@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -11,8 +12,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from kafkasniff.spark import session as sess
 from kafkasniff.cli.spark import spark_group
+from kafkasniff.spark import session as sess
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -146,3 +147,128 @@ def test_spark_leaves_no_warehouse_in_the_working_directory(exported, tmp_path) 
     assert res.returncode == 0, res.stderr[-3000:]
     assert "exchanges" in res.stdout
     assert not (tmp_path / "spark-warehouse").exists()
+
+
+# ---------------------------------------------------------------------------- issue 15
+
+LATENCY_CAPTURE = ROOT / "captures" / "librdkafka_errors_latency.pcap"
+LATENCY_PORTS = ("36231", "32901", "42539")
+
+
+def small_export(out: Path) -> Path:
+    """``kafkasniff export`` of one small capture (a second, no Spark)."""
+    from kafkasniff.export.writer import export_captures
+    from kafkasniff.pipeline import PipelineOptions
+
+    export_captures([LATENCY_CAPTURE], out,
+                    options=PipelineOptions(ports=frozenset(map(int, LATENCY_PORTS))))
+    return out
+
+
+def spark_cli(args: list[str], cwd: Path, env: dict | None = None,
+              timeout: float = 300) -> subprocess.CompletedProcess:
+    from .test_cluster import cluster_env
+
+    return subprocess.run([sys.executable, "-m", "kafkasniff.cli.spark", *args],
+                          capture_output=True, text=True, timeout=timeout, cwd=cwd,
+                          env=env or cluster_env())
+
+
+def closed_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]     # closed again when the block ends: nobody listens
+
+
+def test_unreachable_master_is_one_line_and_exit_2(tmp_path) -> None:
+    """An unreachable ``--master spark://`` gave a 214-line Java/Python traceback and exit 1
+    after Spark's three 20 s registration attempts: now one line and exit 2, before Java."""
+    tables = small_export(tmp_path / "tables")
+    url = f"spark://127.0.0.1:{closed_port()}"
+    res = spark_cli(["report", str(tables), "--master", url], cwd=tmp_path)
+    assert res.returncode == 2, res.stderr[-3000:]
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1, res.stderr[-3000:]
+    assert lines[0].startswith("kafkasniff: error: cannot reach the Spark master " + url)
+    assert "Connection refused" in lines[0]
+    res = spark_cli(["decode", str(LATENCY_CAPTURE), "-o", str(tmp_path / "o"), "--master",
+                     url, "-q"], cwd=tmp_path)
+    assert res.returncode == 2 and len(res.stderr.strip().splitlines()) == 1, res.stderr
+    assert "cannot reach the Spark master" in res.stderr
+
+
+def test_check_master(tmp_path) -> None:
+    import socket
+
+    with socket.socket() as srv:
+        srv.bind(("127.0.0.1", 0))
+        srv.listen()
+        port = srv.getsockname()[1]
+        down = closed_port()
+        sess.check_master(f"spark://127.0.0.1:{port}")
+        # standby masters: one that answers is enough
+        sess.check_master(f"spark://127.0.0.1:{down},127.0.0.1:{port}")
+        for url in (f"spark://127.0.0.1:{down}", f"spark://127.0.0.1:{down},[::1]:{down}"):
+            with pytest.raises(sess.SparkSetupError, match="cannot reach the Spark master"):
+                sess.check_master(url, timeout_s=2)
+    for url in ("spark://", "spark://host:99999", "spark://host:x"):
+        with pytest.raises(sess.SparkSetupError, match="not a Spark master URL"):
+            sess.check_master(url)
+    assert sess._master_addresses("spark://h1,h2:7078") == [("h1", 7077), ("h2", 7078)]
+    sess.check_master("local[2]")                 # not a standalone master: not checked
+    sess.check_master("yarn")
+
+
+@pytest.mark.parametrize("setup,args", [
+    ("empty", []),
+    ("connections only", []),
+    ("empty", ["--sql", "SELECT 1"]),
+])
+def test_report_without_tables_starts_no_jvm(tmp_path, setup, args) -> None:
+    """``spark report`` on a directory without tables said so only after starting Java:
+    now it says so at once. Run where there is no Java, so a JVM start could not even be
+    attempted without failing differently."""
+    d = tmp_path / "dir"
+    d.mkdir()
+    if setup == "connections only":
+        small_export(tmp_path / "full")
+        shutil.copytree(tmp_path / "full" / "connections", d / "connections")
+    env = {k: v for k, v in os.environ.items() if k != "JAVA_HOME"}
+    env["PATH"] = str(tmp_path / "no-java")
+    res = spark_cli(["report", str(d), *args], cwd=tmp_path, env=env)
+    assert res.returncode == 2, res.stderr
+    assert res.stderr.strip().splitlines() == [
+        f"kafkasniff: error: {d}: no exported table found (expected exchanges/, partitions/, "
+        "... written by kafkasniff export or spark decode)"]
+
+
+def test_spark_commands_print_no_warnings(tmp_path) -> None:
+    """Every Spark command printed the JVM's incubator-module warning, pyspark's pandas
+    FutureWarning and Spark's plan-truncation WARN on stderr: a report now prints nothing
+    there."""
+    from .conftest import java_missing_reason
+
+    reason = java_missing_reason()
+    if reason:
+        pytest.skip(reason)
+    tables = small_export(tmp_path / "tables")
+    res = spark_cli(["report", str(tables), "--master", "local[1]", "--top", "1"],
+                    cwd=tmp_path)
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert "[latency_by_api]" in res.stdout
+    assert res.stderr == ""
+
+
+def test_jvm_stderr_relay_keeps_real_messages(capfd) -> None:
+    """The relay of the JVM's stderr drops only the known noise lines."""
+    r, w = os.pipe()
+    os.write(w, b"WARNING: Using incubator modules: jdk.incubator.vector\n"
+                b"26/11/27 11:30:33 ERROR SparkContext: real trouble\n"
+                b"\tat org.apache.spark.X(X.scala:1)\nno newline at the end")
+    os.close(w)
+    sess._relay_stderr(os.fdopen(r, "rb"))
+    err = capfd.readouterr().err
+    assert err == ("26/11/27 11:30:33 ERROR SparkContext: real trouble\n"
+                   "\tat org.apache.spark.X(X.scala:1)\nno newline at the end")
