@@ -139,8 +139,10 @@ def decode_command(inputs, read_files, ports, detect, max_frame_bytes, definitio
 @engine_options
 @click.option("--sql", "query", default=None, metavar="QUERY",
               help="Run this Spark SQL query against the views (exchanges, partitions, "
-                   "records, issues, connections, topic_ids, topic_names, exchange_topics, "
-                   "partition_topics) and print the result instead of the report.")
+                   "records, issues, connections, topic_ids, the consumer-group tables "
+                   "groups, members, rebalances, commits, and the helper views topic_names, "
+                   "exchange_topics, partition_topics) and print the result instead of the "
+                   "report.")
 @click.option("--top", type=click.IntRange(1), default=20, show_default=True,
               help="Rows printed per table (--sql: rows printed).")
 @click.option("--no-write", is_flag=True,

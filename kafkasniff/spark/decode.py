@@ -292,7 +292,10 @@ def _decode_rows(tasks: list[dict], ids: Iterable[int]) -> Iterator[dict]:
                                   with_records=t["with_records"],
                                   partition_by=tuple(t["partition_by"]), fmt=t["fmt"],
                                   capture_name=t["capture"], file_tag=t["tag"],
-                                  row_group_rows=t["row_group_rows"])
+                                  row_group_rows=t["row_group_rows"],
+                                  # a group spans connections, which split captures spread
+                                  # over tasks: no task writes the group tables
+                                  groups=False)
         except (KafkaSniffError, OSError) as exc:   # OSError: e.g. output not writable
             yield {"task": tid, "tbl": None, "n": 0, "error": str(exc)}
             continue

@@ -13,9 +13,7 @@ Percentiles are ``percentile_approx(..., PERCENTILE_ACCURACY)`` as in the other 
 
 from __future__ import annotations
 
-import os
-
-__all__ = ["GROUP_REPORTS", "build_group_reports", "register_group_views"]
+__all__ = ["GROUP_REPORTS", "build_group_reports"]
 
 #: report name -> title, in output order (appended to :data:`kafkasniff.spark.report.REPORTS`)
 GROUP_REPORTS = {
@@ -25,23 +23,7 @@ GROUP_REPORTS = {
     "group_commits": "Consumer groups: commit latency per group (per request) and lag",
 }
 
-#: the export's group tables (:data:`kafkasniff.export.schema.GROUP_TABLES`)
-_TABLES = ("groups", "members", "rebalances", "commits")
 _ACCURACY = 10_000      # kafkasniff.spark.report.PERCENTILE_ACCURACY (no import cycle)
-
-
-def register_group_views(spark, root: str | os.PathLike[str], fmt: str | None = None) -> dict:
-    """Register the group tables present under ``root`` as temporary views of their names;
-    returns view name -> DataFrame."""
-    from kafkasniff.spark.report import read_table
-
-    views = {}
-    for table in _TABLES:
-        df = read_table(spark, root, table, fmt)
-        if df is not None:
-            df.createOrReplaceTempView(table)
-            views[table] = df
-    return views
 
 
 def build_group_reports(spark, views: dict) -> dict:
@@ -69,10 +51,10 @@ def build_group_reports(spark, views: dict) -> dict:
             "first_start", "last_start").orderBy(
             ["rebalances", "total_duration_ns", "group_id"], ascending=[False, False, True])
         r["slowest_rebalances"] = spark.sql("""
-            SELECT group_id, rebalance_index, start_ts, duration_ns, trigger, trigger_member,
-                   trigger_error, member_count, generation_id, errors, complete
+            SELECT capture, group_id, rebalance_index, start_ts, duration_ns, trigger,
+                   trigger_member, trigger_error, member_count, generation_id, errors, complete
             FROM rebalances
-            ORDER BY duration_ns DESC NULLS FIRST, group_id, rebalance_index""")
+            ORDER BY duration_ns DESC NULLS FIRST, capture, group_id, rebalance_index""")
     if "commits" in views:
         r["group_commits"] = spark.sql(f"""
             WITH requests AS (

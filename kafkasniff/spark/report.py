@@ -43,11 +43,7 @@ import shutil
 from pathlib import Path
 from typing import Callable
 
-from kafkasniff.spark.groups_report import (
-    GROUP_REPORTS,
-    build_group_reports,
-    register_group_views,
-)
+from kafkasniff.spark.groups_report import GROUP_REPORTS, build_group_reports
 
 __all__ = [
     "PERCENTILE_ACCURACY",
@@ -149,17 +145,16 @@ def read_table(spark, root: str | os.PathLike[str], table: str, fmt: str | None 
 
 
 def register_views(spark, root: str | os.PathLike[str], fmt: str | None = None) -> dict:
-    """Register the tables present under ``root`` (and the helper views) as temporary views.
-    Returns view name -> DataFrame."""
-    from kafkasniff.export.schema import TABLES
+    """Register the tables present under ``root`` (the consumer-group tables included) and
+    the helper views as temporary views. Returns view name -> DataFrame."""
+    from kafkasniff.export.schema import ALL_TABLES
 
     views = {}
-    for table in TABLES:
+    for table in ALL_TABLES:
         df = read_table(spark, root, table, fmt)
         if df is not None:
             df.createOrReplaceTempView(table)
             views[table] = df
-    views.update(register_group_views(spark, root, fmt))
     for v in HELPER_VIEWS:
         spark.catalog.dropTempView(v)
     if "topic_ids" in views:
@@ -461,7 +456,8 @@ def run_report(spark, root: str | os.PathLike[str], *, top: int = 20, write: boo
         if write:
             df.unpersist()
     echo(f"accuracy: percentiles by percentile_approx (accuracy {PERCENTILE_ACCURACY}: "
-         f"rank error <= n/{PERCENTILE_ACCURACY}); reports written under {out}/")
+         f"rank error <= n/{PERCENTILE_ACCURACY})"
+         + (f"; reports written under {out}/" if write else "; not written (--no-write)"))
     return reports
 
 

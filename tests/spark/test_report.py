@@ -195,6 +195,7 @@ def test_report_command_prints_and_writes(spark, report_dir) -> None:
         assert f"[{name}]" in res.output
         assert (report_dir / "report" / name).is_dir()
     assert "percentile_approx" in res.output
+    assert f"reports written under {report_dir / 'report'}/" in res.output
     rep = {name: pq.read_table(report_dir / "report" / name).to_pylist() for name in REPORTS}
     ex = arrow_rows(report_dir, "exchanges")
     # every exchange is in exactly one api row; error counts by name
@@ -315,6 +316,9 @@ REPORT_GROUP = {
     "top_client_ids": ["client_id"],
     "throughput_per_minute": ["minute", "topic", "direction"],
     "issues_by_kind": ["kind", "severity"],
+    "group_rebalances": ["group_id"],
+    "slowest_rebalances": ["capture", "group_id", "rebalance_index"],
+    "group_commits": ["group_id"],
 }
 REPORT_ORDER = {
     "summary": [("capture", False)],
@@ -332,14 +336,21 @@ REPORT_ORDER = {
     "top_client_ids": [("total_bytes", True), ("requests", True), ("client_id", False)],
     "throughput_per_minute": [("minute", False), ("topic", False), ("direction", False)],
     "issues_by_kind": [("issues", True), ("kind", False), ("severity", False)],
+    "group_rebalances": [("rebalances", True), ("total_duration_ns", True), ("group_id", False)],
+    # rebalances that did not end (null duration) first
+    "slowest_rebalances": [("duration_ns", True, "first"), ("capture", False),
+                           ("group_id", False), ("rebalance_index", False)],
+    "group_commits": [("commit_requests", True), ("group_id", False)],
 }
 
 
 def _sorted_like(rows: list[dict], keys) -> list[dict]:
-    """``rows`` sorted as Spark's ORDER BY (nulls first ascending, last descending)."""
+    """``rows`` sorted as Spark's ORDER BY (nulls first ascending, last descending, unless
+    a key's third item says ``"first"``)."""
     out = list(rows)
-    for key, desc in reversed(keys):          # stable sorts, last key first
-        out.sort(key=lambda r: (r[key] is not None, r[key]), reverse=desc)
+    for key, desc, *nulls in reversed(keys):          # stable sorts, last key first
+        nulls_high = desc and nulls == ["first"]
+        out.sort(key=lambda r: ((r[key] is None) == nulls_high, r[key]), reverse=desc)
     return out
 
 
@@ -355,7 +366,7 @@ def test_report_order_is_total(spark, report_dir) -> None:
     for name, df in reports.items():
         rows = [r.asDict() for r in df.collect()]
         keys, group = REPORT_ORDER[name], REPORT_GROUP[name]
-        assert [k for k, _ in keys[-len(group):]] == group
+        assert [k[0] for k in keys[-len(group):]] == group
         assert len({tuple(r[k] for k in group) for r in rows}) == len(rows), name
         assert rows == _sorted_like(rows, keys), name
         first = [r[keys[0][0]] for r in rows]
