@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
+from textual.await_complete import AwaitComplete
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen, Screen
@@ -418,7 +419,8 @@ class DetailScreen(Screen):
             self._show_frame(side, span)
 
     def action_close(self) -> None:
-        self.app.pop_screen()
+        if self.app.screen is self:      # Esc twice quickly: the second one has no screen
+            self.app.pop_screen()
 
     def action_switch_frame(self) -> None:
         if self.detail is None:
@@ -440,9 +442,29 @@ class DetailScreen(Screen):
             self.app_ref.copy_exchange_json(self.detail.exchange, self.info.row)
 
 
+# ------------------------------------------------------------------------------------ dialogs
+
+class Dialog(ModalScreen):
+    """A modal screen that is dismissed at most once.
+
+    Keys typed quickly (Enter twice in a dialog) are queued before the first one's dismissal
+    has popped the screen: Textual's :meth:`~textual.screen.Screen.dismiss` would then call
+    the result callback again and pop the screen below (``ScreenStackError`` when that is the
+    last one). Here a second dismissal, or one of a screen that is no longer on top, does
+    nothing."""
+
+    _ks_dismissed = False
+
+    def dismiss(self, result=None) -> AwaitComplete:
+        if self._ks_dismissed or self.app.screen is not self:
+            return AwaitComplete.nothing()
+        self._ks_dismissed = True
+        return super().dismiss(result)
+
+
 # ------------------------------------------------------------------------------------ help
 
-class HelpScreen(ModalScreen):
+class HelpScreen(Dialog):
     """Every key binding, by view."""
 
     BINDINGS = [Binding("escape,q,question_mark", "dismiss", "Close")]
@@ -472,7 +494,7 @@ class HelpScreen(ModalScreen):
 
 # ------------------------------------------------------------------------------------ filter
 
-class FilterScreen(ModalScreen[Filter | None]):
+class FilterScreen(Dialog):
     """Edit the exchanges filter."""
 
     BINDINGS = [Binding("escape", "cancel", "Cancel")]
@@ -554,7 +576,7 @@ class FilterScreen(ModalScreen[Filter | None]):
 
 # ------------------------------------------------------------------------------------ sort
 
-class ChoiceScreen(ModalScreen[str | None]):
+class ChoiceScreen(Dialog):
     """Pick one of a few options (sort column)."""
 
     BINDINGS = [Binding("escape", "cancel", "Cancel")]
@@ -594,7 +616,7 @@ class ChoiceScreen(ModalScreen[str | None]):
 
 # ------------------------------------------------------------------------------------ save
 
-class SaveScreen(ModalScreen[tuple[str, str] | None]):
+class SaveScreen(Dialog):
     """Where and how to save the current view."""
 
     BINDINGS = [Binding("escape", "cancel", "Cancel")]

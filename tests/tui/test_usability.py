@@ -1,0 +1,147 @@
+"""TUI defects found by trying the app by hand (issue 15, part 4), driven with Textual's Pilot
+on real captures (and one real ``kafkasniff tui`` process on a pseudo-terminal)."""
+
+from __future__ import annotations
+
+import os
+import re
+import select
+import sys
+import time
+
+import pytest
+from textual import events
+
+from kafkasniff.tui.panes import ExchangesPane
+
+from .conftest import ERR, make_app, wait_for, wait_loaded
+
+SIZE = (120, 40)
+
+
+def pane(app) -> ExchangesPane:
+    return app.query_one("#exchanges-pane", ExchangesPane)
+
+
+def _send_key(app, key, char):
+    """A key as the terminal driver delivers it, without waiting for it to be handled
+    (``pilot.press`` waits: keys typed quickly are queued together)."""
+    ev = events.Key(key, char)
+    ev.set_sender(app)
+    app._driver.send_message(ev)
+
+
+async def settle(pilot, app) -> None:
+    p = pane(app)
+    await wait_for(pilot, lambda: not p._busy)
+    await pilot.pause()
+
+
+# ------------------------------------------------------------------ 1. dialogs, exit code
+
+@pytest.mark.parametrize("key", ["f", "s", "w", "question_mark"])
+async def test_enter_twice_quickly_in_a_dialog(tmp_path, key):
+    """Two Enter keys queued before the dialog is gone (typed quickly): one dismissal, no
+    ScreenStackError, the result used once."""
+    app = make_app(ERR, tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_loaded(pilot)
+        await pilot.press(key)
+        await pilot.pause()
+        assert len(app.screen_stack) == 2
+        close = "escape" if key == "question_mark" else "enter"
+        for _ in range(2):                       # both queued before either is handled
+            _send_key(app, close, "\r" if close == "enter" else None)
+        await pilot.pause(0.2)
+        await settle(pilot, app)
+        assert len(app.screen_stack) == 1
+        if key == "w":
+            await wait_for(pilot, lambda: app.last_saved is not None)
+            assert len(list(tmp_path.glob("*.jsonl"))) == 1
+    assert app.return_code in (None, 0)
+
+
+async def test_escape_twice_quickly_in_the_detail():
+    app = make_app(ERR)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_loaded(pilot)
+        await pilot.press("enter")
+        await pilot.pause()
+        for _ in range(2):
+            _send_key(app, "escape", None)
+        await pilot.pause(0.2)
+        assert len(app.screen_stack) == 1
+    assert app.return_code in (None, 0)
+
+
+_CRASHING = """
+import sys
+from kafkasniff.tui.app import KafkaSniffApp
+def boom(self):
+    raise RuntimeError("injected crash")
+KafkaSniffApp.action_help = boom
+from kafkasniff.cli import main
+sys.argv = ["kafkasniff", "tui", sys.argv[1]]
+main()
+"""
+
+
+def _run_on_pty(args: list[str], keys: bytes, ready: bytes, timeout: float = 60) -> tuple:
+    """Run ``args`` on a pseudo-terminal (80x24), type ``keys`` once ``ready`` is on screen;
+    (exit code, the screen's text without escape sequences)."""
+    import pty
+
+    pid, fd = pty.fork()
+    if pid == 0:                                              # pragma: no cover - child
+        os.environ.update(TERM="xterm-256color", COLUMNS="100", LINES="30")
+        os.execv(args[0], args)
+    out = b""
+
+    def read_for(seconds: float) -> None:
+        nonlocal out
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            r, _, _ = select.select([fd], [], [], 0.1)
+            if r:
+                try:
+                    chunk = os.read(fd, 65536)
+                except OSError:
+                    return
+                if not chunk:
+                    return
+                out += chunk
+
+    def plain() -> str:
+        return re.sub(r"\x1b\[[0-9;?<>=]*[a-zA-Z]", "", out.decode(errors="replace"))
+
+    deadline = time.monotonic() + timeout
+    while ready.decode() not in plain() and time.monotonic() < deadline:
+        read_for(0.5)
+    os.write(fd, keys)
+    read_for(5)
+    end = time.monotonic() + 20
+    while time.monotonic() < end:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        read_for(0.2)
+    else:                                                     # pragma: no cover - a hang
+        os.kill(pid, 9)
+        _, status = os.waitpid(pid, 0)
+    os.close(fd)
+    return os.waitstatus_to_exitcode(status), plain()
+
+
+def test_a_crash_of_the_app_exits_non_zero():
+    """A real ``kafkasniff tui`` process whose UI raises (an injected bug in a key's action):
+    the process exits non-zero with the traceback and one line saying so."""
+    code, text = _run_on_pty([sys.executable, "-c", _CRASHING, str(ERR)], b"?", b"done")
+    assert "injected crash" in text
+    assert code == 1, text[-2000:]
+    assert "the terminal UI stopped on an unexpected error" in text
+
+
+def test_quitting_normally_exits_zero():
+    code, text = _run_on_pty([sys.executable, "-m", "kafkasniff.cli", "tui", str(ERR)], b"q",
+                             b"done")
+    assert code == 0, text[-2000:]
