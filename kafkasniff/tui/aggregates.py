@@ -48,6 +48,7 @@ class StatRow(NamedTuple):
     request_bytes: int
     response_bytes: int
     statuses: tuple[tuple[str, int], ...]
+    p90_ns: int | None = None
 
 
 class ConnRow(NamedTuple):
@@ -141,7 +142,8 @@ def _stat_row(key: str, r: Row, span_s: float) -> StatRow:
     return StatRow(key, r.count, r.count / span_s if span_s > 0 else 0.0, r.error_exchanges,
                    tuple(r.errors.most_common()), r.quantile_ns(0.5), r.quantile_ns(0.99),
                    r.max_ns if paired else None, r.throttled, r.throttle_total_ms,
-                   r.request_bytes, r.response_bytes, tuple(r.statuses.most_common()))
+                   r.request_bytes, r.response_bytes, tuple(r.statuses.most_common()),
+                   p90_ns=r.quantile_ns(0.9))
 
 
 class _Timeline:
@@ -367,7 +369,8 @@ class Aggregates:
         if t is None:
             if len(self.topics) >= MAX_TOPICS:
                 return None
-            # exchanges, error_exchanges, Counter[(partition, error)], p_rec, p_bytes, f_rec, f_bytes
+            # exchanges, error_exchanges, Counter[(partition, error)], p_rec, p_bytes, f_rec,
+            # f_bytes
             t = self.topics[name] = [0, 0, Counter(), 0, 0, 0, 0]
         return t
 

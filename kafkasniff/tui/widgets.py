@@ -5,7 +5,7 @@
 cost does not depend on the number of rows (Textual's ``DataTable`` keeps every row as
 objects and renders from them: 100k rows already take seconds and hundreds of MB, see
 docs/tui.md). Columns have a priority: on a narrow terminal the least important ones are
-hidden rather than squeezed; one flexible column takes what is left.
+hidden rather than squeezed; the flexible columns share what is left.
 """
 
 from __future__ import annotations
@@ -29,11 +29,15 @@ class Column(NamedTuple):
     Attributes:
         key: identifier (also the sort key name, when sortable).
         label: header text.
-        width: width in cells (the minimum for the flexible column).
+        width: width in cells (the minimum for a flexible column).
         align: ``"left"`` or ``"right"``.
         priority: 0 is always shown; higher numbers are hidden first when space is short.
-        flex: takes the width left over (one column per table).
+        flex: a share of the width left over (an ``int`` weight; ``True`` is 1, ``False``
+            or 0 none). The spare cells are split between the flexible columns shown in
+            proportion to their weights; when no column is flexible the last one takes them.
         sortable: a header click asks to sort by it.
+        max_width: a flexible column grows no wider than this (0: no limit); what it cannot
+            take goes to the other flexible columns.
     """
 
     key: str
@@ -41,8 +45,9 @@ class Column(NamedTuple):
     width: int
     align: str = "left"
     priority: int = 0
-    flex: bool = False
+    flex: int = 0
     sortable: bool = True
+    max_width: int = 0
 
 
 class TableModel(Protocol):
@@ -70,6 +75,36 @@ def fit(text: str, width: int, align: str = "left") -> str:
     if len(text) > width:
         return text[: max(0, width - 1)] + "…" if width > 0 else ""
     return text.rjust(width) if align == "right" else text.ljust(width)
+
+
+def share_spare(columns: Sequence[Column], spare: int) -> list[int]:
+    """The widths of ``columns`` (all shown) once ``spare`` more cells are given out: to the
+    flexible columns in proportion to their ``flex`` weights, none beyond its ``max_width``;
+    what no flexible column can take goes to the last unlimited flexible column, or to the
+    last column when there is none."""
+    widths = [c.width for c in columns]
+    open_ = [k for k, c in enumerate(columns) if c.flex]
+    while spare > 0 and open_:
+        total = sum(int(columns[k].flex) for k in open_)
+        given = 0
+        for n, k in enumerate(open_):
+            share = spare * int(columns[k].flex) // total
+            if n == 0:
+                share += spare - sum(spare * int(columns[j].flex) // total for j in open_)
+            cap = columns[k].max_width
+            if cap:
+                share = max(0, min(share, cap - widths[k]))
+            widths[k] += share
+            given += share
+        spare -= given
+        open_ = [k for k in open_ if not columns[k].max_width
+                 or widths[k] < columns[k].max_width]
+        if not given:
+            break
+    if spare > 0:
+        unlimited = [k for k, c in enumerate(columns) if c.flex and not c.max_width]
+        widths[unlimited[-1] if unlimited else len(columns) - 1] += spare
+    return widths
 
 
 class VirtualTable(ScrollView, can_focus=True):
@@ -255,10 +290,9 @@ class VirtualTable(ScrollView, can_focus=True):
                 used += need
         out = [(cols[i], cols[i].width, i) for i in range(len(cols)) if i in chosen]
         spare = width - used
-        if spare > 0:
-            flex = [k for k, (c, _, _) in enumerate(out) if c.flex] or [len(out) - 1]
-            k = flex[0]
-            out[k] = (out[k][0], out[k][1] + spare, out[k][2])
+        if spare > 0 and out:
+            widths = share_spare([c for c, _, _ in out], spare)
+            out = [(c, w, i) for (c, _, i), w in zip(out, widths)]
         self._col_layout = (width, out)
         return out
 

@@ -14,7 +14,7 @@ from textual import events
 
 from kafkasniff.tui.panes import ExchangesPane
 
-from .conftest import ERR, make_app, wait_for, wait_loaded
+from .conftest import ERR, make_app, screen_text, wait_for, wait_loaded
 
 SIZE = (120, 40)
 
@@ -145,3 +145,67 @@ def test_quitting_normally_exits_zero():
     code, text = _run_on_pty([sys.executable, "-m", "kafkasniff.cli", "tui", str(ERR)], b"q",
                              b"done")
     assert code == 0, text[-2000:]
+
+
+# ------------------------------------------------------------------ 2. errors get the width
+
+def _widths(table, width: int) -> dict[str, int]:
+    return {c.key: w for c, w, _ in table._layout(width)}
+
+
+async def test_errors_get_the_spare_width_at_260_columns():
+    app = make_app(ERR)
+    async with app.run_test(size=(260, 50)) as pilot:
+        await wait_loaded(pilot)
+        ex = pane(app).table
+        w = _widths(ex, ex.scrollable_content_region.width)
+        assert w["errors"] >= 40 and w["errors"] > w["topics"], w
+        await pilot.press("1")
+        await pilot.pause(0.2)
+        text = screen_text(app)
+        apis = app.query_one("#ov-apis")
+        w = _widths(apis, apis.scrollable_content_region.width)
+        assert w["key"] <= 40 and w["error_names"] >= 80, w
+        # NAME×count, and the count of exchanges with errors in a column of its own
+        assert "NOT_LEADER_OR_FOLLOWER×2" in text and "UNSUPPORTED_VERSION×11" in text
+        line = next(ln for ln in text.splitlines() if ln.strip().startswith("ApiVersions"))
+        assert line.split()[3] == "11", line           # API, count, rate, Err
+        brokers = app.query_one("#ov-brokers")
+        assert "Err" in [c.label for c, _, _ in brokers._layout(100)]
+        await pilot.press("5")
+        await pilot.pause(0.2)
+        topics = app.query_one("#topics-table")
+        w = _widths(topics, topics.scrollable_content_region.width)
+        assert w["topic"] <= 40 and w["partition_errors"] >= 80, w
+
+
+def test_spare_width_is_shared_by_weight_and_capped():
+    from kafkasniff.tui.widgets import Column, share_spare
+
+    cols = [Column("a", "A", 10, flex=1, max_width=15), Column("b", "B", 5),
+            Column("c", "C", 10, flex=3)]
+    assert share_spare(cols, 8) == [12, 5, 16]
+    assert share_spare(cols, 40) == [15, 5, 45]            # a is capped, c takes the rest
+    assert share_spare([Column("a", "A", 3), Column("b", "B", 4)], 5) == [3, 9]
+
+
+# ------------------------------------------------------------------ 6. one status vocabulary
+
+async def test_status_is_the_exchange_status_and_errors_show_as_errors():
+    from kafkasniff.output.filters import STATUSES
+
+    app = make_app(ERR)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_loaded(pilot)
+        p = pane(app)
+        model = p.table.model
+        status_col = [c.key for c in p.table.columns].index("status")
+        seen = set()
+        for i in range(len(model)):
+            info = app.store.row(p.view[i])
+            text, style = model.cells(i)[status_col]
+            assert text == info.status and text in STATUSES
+            assert style == ("error" if info.errors else "" if text == "paired" else "warning")
+            seen.add((text, bool(info.errors)))
+        assert ("paired", True) in seen and ("paired", False) in seen
+        assert " ok " not in screen_text(app)

@@ -17,6 +17,7 @@ from textual.widgets import Label, Sparkline, Static
 from kafkasniff.output.filters import Filter
 from kafkasniff.tui.aggregates import HIST_EDGES_NS, Snapshot
 from kafkasniff.tui.models import (
+    STAT_PANEL_COLUMNS,
     STAT_SORT,
     RowsModel,
     fmt_bytes,
@@ -52,10 +53,11 @@ class OverviewPane(VerticalScroll):
         with Horizontal(id="ov-panels"):
             with Vertical():
                 yield Label("Brokers", classes="section")
-                yield VirtualTable(stat_columns("Broker", 21)[:6], id="ov-brokers")
+                yield VirtualTable(stat_columns("Broker", 21)[:STAT_PANEL_COLUMNS], id="ov-brokers")
             with Vertical():
                 yield Label("Clients (client_id)", classes="section")
-                yield VirtualTable(stat_columns("Client id", 18)[:6], id="ov-clients")
+                yield VirtualTable(stat_columns("Client id", 18)[:STAT_PANEL_COLUMNS],
+                                   id="ov-clients")
         with Horizontal(id="ov-bottom"):
             with Vertical(id="ov-issues-box"):
                 yield Label("Issues", classes="section")
@@ -88,7 +90,8 @@ class OverviewPane(VerticalScroll):
         text.append(f"   issues {fmt_count(issues)}",
                     style="bold red" if sev.get("error") else "bold yellow"
                     if sev.get("warning") else "")
-        text.append(f"\np50 {fmt_ms(t.p50_ns)}  p99 {fmt_ms(t.p99_ns)}  max {fmt_ms(t.max_ns)}"
+        text.append(f"\np50 {fmt_ms(t.p50_ns)}  p90 {fmt_ms(t.p90_ns)}  p99 {fmt_ms(t.p99_ns)}"
+                    f"  max {fmt_ms(t.max_ns)}"
                     f"   bytes {fmt_bytes(t.request_bytes)} → / {fmt_bytes(t.response_bytes)} ←"
                     f"   {fmt_count(pipe.get('packets', 0))} packets, "
                     f"{fmt_count(pipe.get('kafka_connections', 0))} Kafka connections")
