@@ -89,14 +89,15 @@ HELP_EXCHANGES = [("f", "filter dialog: API, client, broker, topic, status, erro
                   ("r", "reverse the sort"),
                   ("/", "incremental search (Enter keeps, Esc goes back)"),
                   ("n / N", "next / previous match"),
-                  ("F", "follow mode: stay on the newest exchange"),
+                  ("F", "follow mode: stay on the newest exchange (moving up leaves it, "
+                        "End takes it up again)"),
                   ("w", "save the filtered view (JSON Lines or Parquet)"),
                   ("y", "copy the exchange's JSON (clipboard and a file)"),
                   ("Enter", "detail of the exchange")]
 HELP_DETAIL = [("↑ ↓ ← → / Enter", "move in the tree, expand and collapse"),
                ("x", "hex view: request / response frame"),
                ("[ ] / p n", "previous / next exchange of the view"),
-               ("y", "copy the exchange's JSON"), ("tab", "tree / hex view"),
+               ("y", "copy the exchange's JSON"), ("tab / shift+tab", "tree / hex view"),
                ("Esc / q", "back to the table")]
 HELP_OTHER = [("Overview: Enter", "the exchanges of the API under the cursor"),
               ("Connections: Enter", "the exchanges of the connection (its two endpoints)"),

@@ -83,7 +83,7 @@ EXCHANGE_COLUMNS = [
     Column("client_id", "Client id", 16, priority=2),
     Column("client", "Client → broker", 34, priority=3),
     Column("latency", "Latency", 11, "right", priority=0),
-    Column("status", "Status", 15, priority=1),
+    Column("status", "Status", 12, priority=1),
     Column("errors", "Errors", 14, priority=0, flex=3, max_width=80),
     Column("throttle", "Thr ms", 6, "right", priority=4),
     Column("bytes", "Req/resp B", 13, "right", priority=4),

@@ -318,7 +318,9 @@ class DetailScreen(Screen):
         Binding("y", "copy_json", "Copy JSON"),
         Binding("left_square_bracket,p", "step(-1)", "Previous"),
         Binding("right_square_bracket,n", "step(1)", "Next"),
-        Binding("tab", "focus_next", "Tree/hex", show=False),
+        # a screen has no action_focus_next (the app has): the binding named one that did
+        # not exist and swallowed Tab
+        Binding("tab,shift+tab", "toggle_focus", "Tree/hex", show=False),
     ]
 
     DEFAULT_CSS = """
@@ -421,6 +423,11 @@ class DetailScreen(Screen):
     def action_close(self) -> None:
         if self.app.screen is self:      # Esc twice quickly: the second one has no screen
             self.app.pop_screen()
+
+    def action_toggle_focus(self) -> None:
+        """Tab / Shift+Tab: the tree or the hex view, whichever does not have the focus."""
+        tree = self.query_one(Tree)
+        (self.query_one(HexView) if tree.has_focus else tree).focus()
 
     def action_switch_frame(self) -> None:
         if self.detail is None:

@@ -110,8 +110,9 @@ def share_spare(columns: Sequence[Column], spare: int) -> list[int]:
 class VirtualTable(ScrollView, can_focus=True):
     """A table over a model of any size; only the visible lines are rendered.
 
-    Messages: :class:`Highlighted` (cursor moved), :class:`Selected` (Enter or double
-    click), :class:`HeaderClicked` (a click on a sortable column's header).
+    Messages: :class:`Highlighted` (cursor moved), :class:`UserMoved` (moved by a key or a
+    click, not by the program), :class:`Selected` (Enter or double click),
+    :class:`HeaderClicked` (a click on a sortable column's header).
     """
 
     BINDINGS = [
@@ -159,6 +160,14 @@ class VirtualTable(ScrollView, can_focus=True):
 
     class Selected(Highlighted):
         """Row ``index`` of ``table`` was opened (Enter or double click)."""
+
+    class UserMoved(Highlighted):
+        """The user moved the cursor (keys or a click) from row ``previous`` to ``index``
+        (follow mode ends when that is upwards)."""
+
+        def __init__(self, table: "VirtualTable", index: int, previous: int) -> None:
+            super().__init__(table, index)
+            self.previous = previous
 
     class HeaderClicked(Message):
         """The header of the sortable column ``key`` of ``table`` was clicked."""
@@ -229,17 +238,22 @@ class VirtualTable(ScrollView, can_focus=True):
         self.post_message(self.Highlighted(self, new))
 
     # -------------------------------------------------------------- actions
+    def _user_move(self, index: int) -> None:
+        previous = self.cursor
+        self.move_to(index)
+        self.post_message(self.UserMoved(self, self.cursor, previous))
+
     def action_cursor(self, delta: int) -> None:
-        self.move_to(self.cursor + delta)
+        self._user_move(self.cursor + delta)
 
     def action_page(self, direction: int) -> None:
-        self.move_to(self.cursor + direction * self._body_height())
+        self._user_move(self.cursor + direction * self._body_height())
 
     def action_first(self) -> None:
-        self.move_to(0)
+        self._user_move(0)
 
     def action_last(self) -> None:
-        self.move_to(len(self.model) - 1)
+        self._user_move(len(self.model) - 1)
 
     def action_select(self) -> None:
         if len(self.model):
@@ -256,7 +270,7 @@ class VirtualTable(ScrollView, can_focus=True):
             return
         index = round(self.scroll_y) + offset.y - 1
         if 0 <= index < len(self.model):
-            self.move_to(index)
+            self._user_move(index)
             if event.chain >= 2:
                 self.post_message(self.Selected(self, index))
 

@@ -209,3 +209,60 @@ async def test_status_is_the_exchange_status_and_errors_show_as_errors():
             seen.add((text, bool(info.errors)))
         assert ("paired", True) in seen and ("paired", False) in seen
         assert " ok " not in screen_text(app)
+
+
+# ------------------------------------------------------------------ 3. Tab, follow mode
+
+async def test_tab_in_the_detail_reaches_the_hex_view():
+    from textual.widgets import Tree
+
+    from kafkasniff.tui.screens import DetailScreen
+    from kafkasniff.tui.widgets import HexView
+
+    app = make_app(ERR)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_loaded(pilot)
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, DetailScreen)
+                       and app.screen.detail is not None)
+        await pilot.pause()
+        assert isinstance(app.focused, Tree)
+        await pilot.press("tab")
+        assert isinstance(app.focused, HexView)
+        await pilot.press("tab")
+        assert isinstance(app.focused, Tree)
+        await pilot.press("shift+tab")
+        assert isinstance(app.focused, HexView)
+
+
+async def test_moving_up_leaves_follow_mode_until_end():
+    from kafkasniff.tui.app import KafkaSniffApp
+    from tests.tui.test_source import ReplaySource, decode_capture
+
+    exchanges = decode_capture(ERR).exchanges
+    src = ReplaySource(exchanges, steps=4)
+    app = KafkaSniffApp(src)
+    async with app.run_test(size=SIZE) as pilot:
+        p = pane(app)
+        assert p.follow
+        src.go.release()
+        await wait_for(pilot, lambda: len(app.store) >= 29)
+        await pilot.pause()
+        assert p.table.cursor == len(p.view) - 1
+        await pilot.press("up", "up")
+        here = p.table.cursor
+        assert here == len(p.view) - 3 and not p.follow
+        assert "FOLLOW" not in screen_text(app)
+        src.go.release()                              # more rows: the cursor stays put
+        await wait_for(pilot, lambda: len(app.store) >= 58)
+        await pilot.pause()
+        assert p.table.cursor == here and not p.follow
+        await pilot.press("end")                      # back to the newest: following again
+        assert p.follow and p.table.cursor == len(p.view) - 1
+        src.go.release()
+        await wait_for(pilot, lambda: len(app.store) >= 87)
+        await pilot.pause()
+        assert p.table.cursor == len(p.view) - 1
+        for _ in range(2):
+            src.go.release()
+        await wait_for(pilot, lambda: len(app.store) == len(exchanges))

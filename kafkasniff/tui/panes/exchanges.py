@@ -56,6 +56,7 @@ class ExchangesPane(Vertical):
         self.sort_key: str | None = None
         self.sort_reverse = False
         self.follow = bool(self.app.source.live)
+        self._follow_paused = False
         self._last_filter = self.filter
         self.search_text = ""
         self._search_origin = 0
@@ -232,9 +233,30 @@ class ExchangesPane(Vertical):
 
     def action_toggle_follow(self) -> None:
         self.follow = not self.follow
+        self._follow_paused = False
         if self.follow and len(self.view):
             self.table.move_to(len(self.view) - 1)
         self.update_bar()
+
+    def _leave_follow(self) -> None:
+        """The user went elsewhere: follow mode stops pulling the cursor to the newest row
+        (End or ``F`` turn it on again)."""
+        if self.follow:
+            self.follow = False
+            self._follow_paused = True
+            self.update_bar()
+
+    @on(VirtualTable.UserMoved, "#ex-table")
+    def _user_moved(self, event: VirtualTable.UserMoved) -> None:
+        if event.index < event.previous:
+            if self.follow:
+                self._leave_follow()
+                if self.table.cursor != event.index:    # new rows pulled it down meanwhile
+                    self.table.move_to(event.index)
+        elif self._follow_paused and event.index == len(self.view) - 1:
+            self.follow = True               # End (or down to the last row): follow again
+            self._follow_paused = False
+            self.update_bar()
 
     def action_search(self) -> None:
         inp = self.query_one("#ex-search", Input)
@@ -305,6 +327,8 @@ class ExchangesPane(Vertical):
         if text != self.search_text:
             return          # the search text changed meanwhile
         if k is not None:
+            if k != self.table.cursor:
+                self._leave_follow()
             self.table.move_to(k, center=True)
         else:
             self.app.notify(f"no exchange matches {text!r}", severity="warning", timeout=2)
