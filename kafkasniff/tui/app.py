@@ -212,26 +212,56 @@ class KafkaSniffApp(App):
         self._status()
 
     def _status(self) -> None:
+        """The status line: title, progress, counters. What does not fit the width is cut
+        from the title (several files become ``first.pcap +2 files``) and the packet count,
+        never from the progress and the exchange and issue counters."""
         p = self.progress
-        text = Text()
-        text.append("kafkasniff ", style="bold")
-        text.append(self.source.title or "")
-        text.append("  ")
+        width = max(20, self.size.width - 2)
+        prog = Text()
         if p.live:
-            text.append("● live", style="bold green")
+            prog.append("● live", style="bold green")
         elif p.finished:
-            text.append(bar(1.0, 12) + " done ", style="green")
+            prog.append(bar(1.0, 12) + " done ", style="green")
         else:
             frac = p.fraction
-            text.append(bar(frac, 12))
-            text.append(f" {frac * 100:.0f}% loading " if frac is not None else " loading ")
-        text.append(f"  {len(self.store):,} exchanges  {fmt_count(p.packets)} packets")
+            prog.append(bar(frac, 12))
+            prog.append(f" {frac * 100:.0f}% loading " if frac is not None else " loading ")
+        exchanges = Text(f"  {len(self.store):,} exchanges")
+        packets = Text(f"  {fmt_count(p.packets)} packets")
+        tail = Text()
         n_iss = len(self.store.issues) + self.store.issues_dropped
         if n_iss:
-            text.append(f"  {n_iss:,} issues", style="yellow")
+            tail.append(f"  {n_iss:,} issues", style="yellow")
         if p.error:
-            text.append(f"  error: {p.error}", style="bold red")
+            tail.append(f"  error: {p.error}", style="bold red")
+        room = width - prog.cell_len - exchanges.cell_len - tail.cell_len - 2
+        show_packets = room - packets.cell_len >= 16     # the title keeps 16 cells or more
+        if show_packets:
+            room -= packets.cell_len
+        text = Text()
+        title = self.source.title or ""
+        if room >= len("kafkasniff ") + len(title):
+            text.append("kafkasniff ", style="bold")
+        elif title:
+            names = title.split(" ")
+            suffix = ""
+            if len(names) > 1 and len(title) > room:
+                title, suffix = names[0], f" +{len(names) - 1} files"
+            if len(title) + len(suffix) > room:
+                keep = room - len(suffix) - 1
+                title = title[:keep] + "…" if keep > 0 else ""
+            title += suffix
+        text.append(title)
+        text.append("  ")
+        text.append_text(prog)
+        text.append_text(exchanges)
+        if show_packets:
+            text.append_text(packets)
+        text.append_text(tail)
         self.query_one("#status", Static).update(text)
+
+    def on_resize(self, event) -> None:
+        self._status()
 
     def _refresh_active(self) -> None:
         tab = self.query_one(TabbedContent).active

@@ -333,6 +333,7 @@ class DetailScreen(Screen):
     DetailScreen #hex-box:focus-within { border: round $accent; }
     DetailScreen #hex-title { height: 1; color: $text-muted; }
     DetailScreen.wide #hex-box { width: 80; }
+    DetailScreen.narrow #hex-box { width: 45; }
     """
 
     def __init__(self, app_ref, view_rows, index: int) -> None:
@@ -361,7 +362,10 @@ class DetailScreen(Screen):
         self._load()
 
     def on_resize(self, event) -> None:
+        # wide: 16 bytes per line; narrow (below 100 columns): the 45 cells a line of 8
+        # bytes needs with its text column, its borders and a scroll bar
         self.set_class(self.size.width >= 150, "wide")
+        self.set_class(self.size.width < 100, "narrow")
 
     def _title(self, info: "RowInfo", suffix: str = "") -> None:
         self.query_one("#detail-title", Static).update(

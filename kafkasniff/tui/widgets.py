@@ -371,7 +371,8 @@ class VirtualTable(ScrollView, can_focus=True):
 # ------------------------------------------------------------------------------------ hex view
 
 class HexView(ScrollView, can_focus=True):
-    """A hex dump of one frame: offset, bytes, ASCII; 16 bytes per line (8 when narrow).
+    """A hex dump of one frame: offset, bytes, ASCII; 16 bytes per line (8 or 4 when the
+    widget is too narrow for a whole line of 16).
 
     ``highlight`` is a ``(start, end)`` byte range shown in reverse video (the selected field);
     masked ranges (secrets) are shown as ``**`` and their real bytes are never given to this
@@ -404,10 +405,24 @@ class HexView(ScrollView, can_focus=True):
         self.title = ""
 
     @property
+    def offset_digits(self) -> int:
+        """Hex digits of the offset column: 4 for frames up to 64 KiB, else 6."""
+        return 4 if len(self.data) <= 0x10000 else 6
+
+    def line_width(self, per: int) -> int:
+        """Cells of a dump line of ``per`` bytes: offset and 2 spaces, ``per`` bytes of 3
+        cells and the wider middle gap, then the ``|text|`` column."""
+        return self.offset_digits + 2 + 3 * per + 1 + per + 2
+
+    @property
     def per_line(self) -> int:
-        """Bytes per line: 16, or 8 when the widget is narrower than 76 cells."""
+        """Bytes per line: 16, 8 or 4, the most whose whole line (text column included)
+        fits the widget's width."""
         w = self.scrollable_content_region.width or 80
-        return 16 if w >= 76 else 8
+        for per in (16, 8):
+            if self.line_width(per) <= w:
+                return per
+        return 4
 
     def show(self, data: bytes | None, masked=(), missing=(), highlight=None) -> None:
         """Show a frame (``None``: nothing)."""
@@ -453,7 +468,7 @@ class HexView(ScrollView, can_focus=True):
         if start >= len(data):
             return []
         hi = self.highlight
-        out = [(f"{start:06x}  ", "offset")]
+        out = [(f"{start:0{self.offset_digits}x}  ", "offset")]
         ascii_parts = []
         for k in range(per):
             i = start + k

@@ -266,3 +266,33 @@ async def test_moving_up_leaves_follow_mode_until_end():
         for _ in range(2):
             src.go.release()
         await wait_for(pilot, lambda: len(app.store) == len(exchanges))
+
+
+# ------------------------------------------------------------------ 4. 80x24
+
+async def test_80x24_hex_text_column_status_column_and_status_bar():
+    from kafkasniff.tui.screens import DetailScreen
+    from kafkasniff.tui.widgets import HexView
+
+    from .conftest import COMPRESSION, SASL
+
+    app = make_app([ERR, COMPRESSION, SASL])
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_loaded(pilot)
+        text = screen_text(app)
+        status = text.splitlines()[0]
+        # several files: the title gives way, the progress and counters stay
+        assert "done" in status and f"{len(app.store):,} exchanges" in status, status
+        assert "issues" in status and "+2 files" in status, status
+        header = text.splitlines()[4]
+        assert "Status" in header and "Errors" in header, header
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, DetailScreen)
+                       and app.screen.detail is not None)
+        await pilot.pause(0.2)
+        hexv = app.screen.query_one(HexView)
+        dump_lines = [ln for ln in screen_text(app).splitlines() if "|" in ln and "│" in ln]
+        first = hexv.dump(hexv.per_line).splitlines()[0]      # whole, text column closed
+        assert any(first in ln for ln in dump_lines), (first, dump_lines[:3])
+        assert first.endswith("|") and first.count("|") == 2
+        assert hexv.line_width(hexv.per_line) <= hexv.scrollable_content_region.width
