@@ -80,7 +80,8 @@ HELP_GLOBAL = [("1 2 3 4 5 6", "Overview, Exchanges, Connections, Clients, Topic
 HELP_TABLE = [("↑ ↓ / j k", "move the cursor"), ("PgUp PgDn / space", "page"),
               ("Home End / g G", "first / last row"),
               ("Enter / double click", "open (detail, or the exchanges of this row)"),
-              ("click a header", "sort by that column (again: reverse)")]
+              ("s / click a header", "sort by a column (again: reverse); cursor to the top"),
+              ("r", "reverse the sort")]
 HELP_EXCHANGES = [("f", "filter dialog: API, client, broker, topic, status, errors, issues, "
                         "min latency"),
                   ("e", "errors only (toggle)"), ("i", "issues only (toggle)"),
@@ -99,7 +100,10 @@ HELP_DETAIL = [("↑ ↓ ← → / Enter", "move in the tree, expand and collaps
                ("[ ] / p n", "previous / next exchange of the view"),
                ("y", "copy the exchange's JSON"), ("tab / shift+tab", "tree / hex view"),
                ("Esc / q", "back to the table")]
-HELP_OTHER = [("Overview: Enter", "the exchanges of the API under the cursor"),
+HELP_OTHER = [("Overview: Enter", "the exchanges of the API, broker or client under the cursor"),
+              ("Overview: h", "show the latency histogram (the bottom of the view)"),
+              ("Overview: ctrl+up ctrl+down", "scroll the view"),
+              ("Overview: ctrl+home ctrl+end", "top / bottom of the view"),
               ("Connections: Enter", "the exchanges of the connection (its two endpoints)"),
               ("Clients: Enter", "the exchanges of that client_id"),
               ("Topics: Enter", "the exchanges touching that topic"),

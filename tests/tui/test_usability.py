@@ -296,3 +296,92 @@ async def test_80x24_hex_text_column_status_column_and_status_bar():
         assert any(first in ln for ln in dump_lines), (first, dump_lines[:3])
         assert first.endswith("|") and first.count("|") == 2
         assert hexv.line_width(hexv.per_line) <= hexv.scrollable_content_region.width
+
+
+# ------------------------------------------------------------------ 5. keyboard for the mouse-only
+
+async def test_overview_histogram_axis_by_keyboard_at_47_rows():
+    app = make_app(ERR)
+    async with app.run_test(size=(120, 47)) as pilot:
+        await wait_loaded(pilot)
+        await pilot.press("1")
+        await pilot.pause(0.2)
+        assert "latency ≥" not in screen_text(app)          # below the fold
+        await pilot.press("h")
+        await pilot.pause(0.2)
+        text = screen_text(app)
+        assert "latency ≥" in text and "178ms" in text      # the time axis and its ticks
+        assert app.focused.id == "ov-apis"                  # the cursor still picks the API
+
+
+async def _sorted_by_keyboard(pilot, app, table, column_label: str) -> list:
+    from textual.widgets import OptionList
+
+    await pilot.press("s")
+    await pilot.pause()
+    ol = app.screen.query_one(OptionList)
+    labels = [ol.get_option_at_index(i).prompt for i in range(ol.option_count)]
+    ol.highlighted = labels.index(column_label)
+    await pilot.press("enter")
+    await pilot.pause()
+    return [table.model.cells(i) for i in range(len(table.model))]
+
+
+@pytest.mark.parametrize("view,table_id,column,key", [
+    ("1", "ov-apis", "Count", "count"), ("3", "connections-table", "Exch", "exchanges"),
+    ("4", "clients-table", "Count", "count"), ("5", "topics-table", "Exch", "exchanges")])
+async def test_sorting_the_snapshot_tables_by_keyboard(view, table_id, column, key):
+    app = make_app(ERR)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_loaded(pilot)
+        await pilot.press(view)
+        await pilot.pause(0.2)
+        table = app.query_one(f"#{table_id}")
+        assert app.focused is table
+        table.move_to(len(table.model) - 1)
+        rows = await _sorted_by_keyboard(pilot, app, table, column)
+        assert table.sort_key == key and table.sort_reverse
+        k = [c.key for c in table.columns].index(key)
+        values = [int(r[k].replace(",", "")) for r in rows]
+        assert values == sorted(values, reverse=True)
+        assert table.cursor == 0 and round(table.scroll_y) == 0    # the top rows are shown
+        await pilot.press("r")
+        await pilot.pause()
+        values = [int(table.model.cells(i)[k].replace(",", "")) for i in range(len(values))]
+        assert values == sorted(values) and not table.sort_reverse
+
+
+async def test_enter_on_a_broker_or_a_client_of_the_overview():
+    app = make_app(ERR)
+    async with app.run_test(size=(120, 50)) as pilot:
+        await wait_loaded(pilot)
+        await pilot.press("1")
+        await pilot.pause(0.2)
+        for table_id, field in (("ov-brokers", "broker"), ("ov-clients", "client_id")):
+            await pilot.press("1")
+            await pilot.pause()
+            table = app.query_one(f"#{table_id}")
+            table.focus()
+            table.move_to(1)
+            key = table.model.rows[1].key
+            await pilot.press("enter")
+            await settle(pilot, app)
+            p = pane(app)
+            assert app.query_one("TabbedContent").active == "exchanges"
+            rows = [app.store.row(r) for r in p.view]
+            assert rows and all(getattr(r, field) == key for r in rows), (field, key)
+            assert len(rows) == table.model.rows[1].count
+
+
+async def test_after_a_sort_the_exchanges_view_shows_its_top_rows():
+    app = make_app(ERR)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_loaded(pilot)
+        p = pane(app)
+        await pilot.press("end")
+        assert p.table.cursor == len(p.view) - 1 and p.table.scroll_y > 0
+        p.sort_by("latency", True)
+        await settle(pilot, app)
+        assert p.table.cursor == 0 and round(p.table.scroll_y) == 0
+        lat = [app.store.row(r).latency_ns or -1 for r in p.view]
+        assert lat[0] == max(lat)

@@ -165,10 +165,12 @@ class ExchangesPane(Vertical):
             self._recompute(self.current_row())
 
     def sort_by(self, key: str, reverse: bool) -> None:
-        """Sort the view by one of :data:`~kafkasniff.tui.store.SORT_KEYS` (in a thread)."""
+        """Sort the view by one of :data:`~kafkasniff.tui.store.SORT_KEYS` (in a thread);
+        the cursor goes to the first row (the top of the new order is what a sort is for;
+        in follow mode, the last)."""
         self.sort_key, self.sort_reverse = key, reverse
         self.table.sort_key, self.table.sort_reverse = key, reverse
-        self._recompute(self.current_row())
+        self._recompute(None)
 
     # -------------------------------------------------------------- actions
     def action_edit_filter(self) -> None:
@@ -210,7 +212,7 @@ class ExchangesPane(Vertical):
             if key == "":
                 self.sort_key = None
                 self.table.sort_key = None
-                self._recompute(self.current_row())
+                self._recompute(None)
                 return
             reverse = (not self.sort_reverse) if key == self.sort_key else \
                 key in ("latency", "bytes", "resp_bytes", "throttle", "records", "errors",

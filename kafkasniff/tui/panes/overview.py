@@ -27,14 +27,23 @@ from kafkasniff.tui.models import (
     stat_cells,
     stat_columns,
 )
-from kafkasniff.tui.panes.tables import set_rows, sort_on_header
+from kafkasniff.tui.panes.tables import choose_sort, reverse_sort, set_rows, sort_on_header
 from kafkasniff.tui.widgets import VirtualTable
 
 
 class OverviewPane(VerticalScroll):
     """Per-API table, request rate and p99 sparklines, brokers, clients, issues, histogram."""
 
-    BINDINGS = [Binding("enter", "open_api", "API's exchanges", show=False)]
+    BINDINGS = [
+        Binding("enter", "open_api", "API's exchanges", show=False),
+        Binding("s", "choose_sort", "Sort"),
+        Binding("r", "reverse_sort", "Reverse", show=False),
+        Binding("h", "histogram", "Histogram"),
+        Binding("ctrl+down", "scroll_down", "Scroll down", show=False),
+        Binding("ctrl+up", "scroll_up", "Scroll up", show=False),
+        Binding("ctrl+end", "scroll_end", "Bottom", show=False),
+        Binding("ctrl+home", "scroll_home", "Top", show=False),
+    ]
 
     def compose(self) -> ComposeResult:
         from textual_plotext import PlotextPlot
@@ -137,6 +146,24 @@ class OverviewPane(VerticalScroll):
     def _sort(self, event: VirtualTable.HeaderClicked) -> None:
         sort_on_header(event, ascending_first=("key",))
 
+    def _table(self) -> VirtualTable:
+        """The table with the focus (APIs, brokers or clients), else the APIs table."""
+        f = self.app.focused
+        if isinstance(f, VirtualTable) and f.id in ("ov-apis", "ov-brokers", "ov-clients"):
+            return f
+        return self.query_one("#ov-apis", VirtualTable)
+
+    def action_choose_sort(self) -> None:
+        choose_sort(self._table(), ascending_first=("key",))
+
+    def action_reverse_sort(self) -> None:
+        reverse_sort(self._table())
+
+    def action_histogram(self) -> None:
+        """``h``: scroll the latency histogram (the bottom of the view) into sight; the
+        focus stays on the APIs table, whose cursor chooses the API shown."""
+        self.scroll_to_widget(self.query_one("#ov-bottom"), animate=False, top=False)
+
     def _draw_hist(self) -> None:
         from textual_plotext import PlotextPlot
 
@@ -171,6 +198,21 @@ class OverviewPane(VerticalScroll):
     @on(VirtualTable.Selected, "#ov-apis")
     def _api_selected(self) -> None:
         self.action_open_api()
+
+    @on(VirtualTable.Selected, "#ov-brokers")
+    def _broker_selected(self, event: VirtualTable.Selected) -> None:
+        """Enter on a broker: the exchanges with that broker endpoint."""
+        m = event.table.model
+        if isinstance(m, RowsModel) and 0 <= event.index < len(m):
+            self.app.jump_to_exchanges(Filter(broker="=" + m.rows[event.index].key))
+
+    @on(VirtualTable.Selected, "#ov-clients")
+    def _client_selected(self, event: VirtualTable.Selected) -> None:
+        """Enter on a client: the exchanges of that client_id."""
+        m = event.table.model
+        if isinstance(m, RowsModel) and 0 <= event.index < len(m):
+            key = m.rows[event.index].key
+            self.app.jump_to_exchanges(Filter(client="=" + key if key != "(none)" else ""))
 
 
 def _edge(ns: int) -> str:
