@@ -385,3 +385,63 @@ async def test_after_a_sort_the_exchanges_view_shows_its_top_rows():
         assert p.table.cursor == 0 and round(p.table.scroll_y) == 0
         lat = [app.store.row(r).latency_ns or -1 for r in p.view]
         assert lat[0] == max(lat)
+
+
+# ------------------------------------------------------------------ 6. record highlight, search
+
+async def test_a_record_of_an_uncompressed_batch_highlights_its_own_bytes():
+    from textual.widgets import Tree
+
+    from kafkasniff.tui.screens import DetailScreen
+    from kafkasniff.tui.widgets import HexView
+
+    app = make_app(ERR)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_loaded(pilot)
+        p = pane(app)
+        rows = [app.store.row(r) for r in p.view]
+        k = next(i for i, r in enumerate(rows) if r.api_name == "Produce"
+                 and r.records is not None and r.records >= 2 and not r.rec_info)
+        p.table.move_to(k)
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, DetailScreen)
+                       and app.screen.detail is not None)
+        await pilot.pause()
+        screen = app.screen
+        tree = screen.query_one(Tree)
+        node = tree.root
+        for name in ("Request", "body", "topic_data", "[0]", "partition_data", "[0]",
+                     "records", "batch[0]"):
+            node = next(c for c in node.children if c.label.plain.startswith(name))
+            node.expand()
+            await pilot.pause()
+        hexv = screen.query_one(HexView)
+        tree.move_cursor(node)
+        await pilot.pause()
+        batch = hexv.highlighted_bytes()
+        recs = next(c for c in node.children if c.label.plain.startswith("records"))
+        recs.expand()
+        await pilot.pause()
+        batch_obj = node.data.value
+        seen = []
+        for j, rnode in enumerate(recs.children):
+            tree.move_cursor(rnode)
+            await pilot.pause()
+            got = hexv.highlighted_bytes()
+            rec = batch_obj.records[j]
+            assert 0 < len(got) < len(batch) and got in batch
+            assert rec.value is None or got.endswith(rec.value + b"\x00") or rec.value in got
+            seen.append(got)
+        assert len(seen) == batch_obj.record_count >= 2 and len(set(seen)) == len(seen)
+        # consecutive records, the last one ending the batch
+        assert batch.endswith(b"".join(seen))
+
+
+def test_record_spans_stop_at_bad_lengths():
+    from kafkasniff.tui.detail import record_spans
+
+    assert record_spans(bytes([4, 1, 2]) + bytes([2, 7]), 0, 5, 5) == [(0, 3), (3, 5)]
+    assert record_spans(bytes([40, 1, 2]), 0, 3, 1) == []           # longer than the batch
+    assert record_spans(bytes([1]), 0, 1, 1) == []                  # negative length
+    assert record_spans(bytes([0x80, 0x80]), 0, 2, 1) == []         # varint cut short
+    assert record_spans(bytes([4, 1, 2, 4, 1, 2]), 0, 6, 1) == [(0, 3)]   # only count
