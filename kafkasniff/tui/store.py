@@ -581,8 +581,9 @@ class SummaryStore:
 
     def search_matcher(self, text: str):
         """A predicate ``row -> bool`` for incremental search: case-insensitive substring of
-        the API name, endpoints, client_id, topics, errors, issue kinds or status, or the
-        correlation id when ``text`` is a number."""
+        the API as the table shows it (``Produce v7``: name and version), endpoints,
+        client_id, topics, errors, issue kinds or status, or the correlation id when
+        ``text`` is a number."""
         text = text.strip().lower()
         t = self.tables
         c = self.columns
@@ -599,8 +600,23 @@ class SummaryStore:
                                                 c["client_id"], c["topics"], c["errors"],
                                                 c["issues"], c["status"], c["corr"])
 
+        cv = c["api_version"]
+        name_items = t.names.items
+        labels: dict[tuple[int, int], bool] = {}     # (name id, version) -> label matches
+        # a text that matches a label "Name vN" but not the name spans " v" (or is "vN")
+        by_label = "v" in text or text.endswith(" ")
+
+        def label(i: int) -> bool:
+            key = (cn[i], cv[i])
+            hit = labels.get(key)
+            if hit is None:
+                name, v = name_items[key[0]] or "", key[1]
+                hit = labels[key] = text in (name if v < 0 else f"{name} v{v}").lower()
+            return hit
+
         def match(i: int) -> bool:
             return (cn[i] in names or cc[i] in eps or cb[i] in eps or ci[i] in cids
                     or ct[i] in tuples or ce[i] in tuples or cs[i] in tuples
-                    or cst[i] in statuses or (corr is not None and cco[i] == corr))
+                    or cst[i] in statuses or (corr is not None and cco[i] == corr)
+                    or (by_label and label(i)))
         return match

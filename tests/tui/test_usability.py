@@ -445,3 +445,25 @@ def test_record_spans_stop_at_bad_lengths():
     assert record_spans(bytes([1]), 0, 1, 1) == []                  # negative length
     assert record_spans(bytes([0x80, 0x80]), 0, 2, 1) == []         # varint cut short
     assert record_spans(bytes([4, 1, 2, 4, 1, 2]), 0, 6, 1) == [(0, 3)]   # only count
+
+
+async def test_search_matches_the_api_label_shown():
+    app = make_app(ERR)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_loaded(pilot)
+        p = pane(app)
+        rows = [app.store.row(r) for r in p.view]
+        # the first ApiVersions row is v3, the first v0 comes after it
+        want = next(i for i, r in enumerate(rows)
+                    if r.api_name == "ApiVersions" and r.api_version == 0)
+        assert rows[0].api_name == "ApiVersions" and want > 0
+        label = "ApiVersions v0"
+        await pilot.press("slash")
+        await pilot.press(*label)
+        await pilot.press("enter")
+        await pilot.pause()
+        assert p.table.cursor == want, (label, p.table.cursor)
+        assert f"search: '{label}'" in screen_text(app)
+        matcher = app.store.search_matcher("produce v")
+        assert {r.api_name for r in rows if matcher(r.row)} == {"Produce"}
+        assert not any(app.store.search_matcher("metadata v99")(r.row) for r in rows)
