@@ -10,10 +10,12 @@ hidden rather than squeezed; the flexible columns share what is left.
 
 from __future__ import annotations
 
+import time as _time
 from typing import NamedTuple, Protocol, Sequence
 
 from rich.segment import Segment
 from rich.style import Style
+from rich.text import Text
 from textual import events
 from textual.binding import Binding
 from textual.geometry import Size
@@ -21,6 +23,7 @@ from textual.message import Message
 from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
+from textual.widget import Widget
 
 
 class Column(NamedTuple):
@@ -522,3 +525,96 @@ class HexView(ScrollView, can_focus=True):
             "missing": base + self.get_component_rich_style("hex--missing", partial=True),
         }
         return Strip([Segment(t, styles[k]) for t, k in parts]).adjust_cell_length(width, base)
+
+
+# ------------------------------------------------------------------------------------ time bars
+
+_EIGHTHS = " ▁▂▃▄▅▆▇█"
+
+
+def fit_values(values: Sequence[float], width: int) -> list[float]:
+    """``values`` (one per time bucket) on ``width`` columns: each column the largest value
+    of the buckets it covers (several buckets per column), or of the bucket it falls in
+    (a bucket spread over several columns)."""
+    n = len(values)
+    if not n or width <= 0:
+        return []
+    out = []
+    for j in range(width):
+        a = j * n // width
+        b = max(a + 1, (j + 1) * n // width)
+        out.append(max(values[a:b]))
+    return out
+
+
+def bar_rows(values: Sequence[float], width: int, height: int) -> list[str]:
+    """Vertical bars of ``values`` on ``height`` text rows (top row first), scaled from
+    zero to the largest value in eighths of a cell; a non-zero value is never drawn empty."""
+    cols = fit_values(values, width)
+    top = max(cols, default=0) or 1
+    levels = height * 8
+    heights = [0 if v <= 0 else max(1, round(v / top * levels)) for v in cols]
+    rows = []
+    for r in range(height):
+        floor = (height - 1 - r) * 8
+        rows.append("".join(_EIGHTHS[max(0, min(8, h - floor))] for h in heights))
+    return rows
+
+
+def time_axis(start_ns: int, end_ns: int, width: int) -> str:
+    """A ``width``-cell axis line: the UTC time of ``start_ns`` at the left, of ``end_ns``
+    at the right and, when there is room, of the middle (``HH:MM:SS``; with milliseconds
+    when the span is under 10 s)."""
+    def fmt(ns: int) -> str:
+        sec, rest = divmod(ns, 1_000_000_000)
+        t = _time.strftime("%H:%M:%S", _time.gmtime(sec))
+        return t + f".{rest // 1_000_000:03d}" if end_ns - start_ns < 10_000_000_000 else t
+    left, right = fmt(start_ns), fmt(end_ns)
+    if width < len(left) + len(right) + 1:
+        return left[:width].ljust(width)
+    line = left + " " * (width - len(left) - len(right)) + right
+    mid = fmt((start_ns + end_ns) // 2)
+    k = (width - len(mid)) // 2
+    if k > len(left) + 1 and k + len(mid) < width - len(right) - 1:
+        line = line[:k] + mid + line[k + len(mid):]
+    return line
+
+
+class TimeBars(Widget):
+    """A value per time bucket as vertical bars from zero (the last line: a time axis).
+
+    :meth:`set_data` gives the values (one per bucket, oldest first) and the time the
+    buckets cover (ns since the epoch); the bars take every line but the last.
+    """
+
+    DEFAULT_CSS = """
+    TimeBars { height: 3; }
+    TimeBars > .tb--bar { color: $accent; }
+    TimeBars > .tb--axis { color: $text-muted; }
+    """
+
+    COMPONENT_CLASSES = {"tb--bar", "tb--axis"}
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.values: list[float] = []
+        self.start_ns = 0
+        self.end_ns = 0
+
+    def set_data(self, values: Sequence[float], start_ns: int, end_ns: int) -> None:
+        """Show ``values`` (one per bucket) over ``start_ns`` .. ``end_ns``."""
+        self.values = list(values)
+        self.start_ns, self.end_ns = start_ns, end_ns
+        self.refresh()
+
+    def render(self) -> Text:
+        w, h = self.size.width, self.size.height
+        text = Text(no_wrap=True, overflow="crop")
+        if not self.values or w <= 0 or h < 2:
+            return text
+        bar = self.get_component_rich_style("tb--bar", partial=True)
+        axis = self.get_component_rich_style("tb--axis", partial=True)
+        for row in bar_rows(self.values, w, h - 1):
+            text.append(row + "\n", style=bar)
+        text.append(time_axis(self.start_ns, self.end_ns, w), style=axis)
+        return text

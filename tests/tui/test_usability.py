@@ -467,3 +467,41 @@ async def test_search_matches_the_api_label_shown():
         matcher = app.store.search_matcher("produce v")
         assert {r.api_name for r in rows if matcher(r.row)} == {"Produce"}
         assert not any(app.store.search_matcher("metadata v99")(r.row) for r in rows)
+
+
+# ------------------------------------------------------------------ 6. bars from zero, time axis
+
+async def test_overview_bars_start_at_zero_and_have_a_time_axis():
+    from kafkasniff.tui.models import fmt_time
+
+    app = make_app(ERR)
+    async with app.run_test(size=(120, 50)) as pilot:
+        await wait_loaded(pilot)
+        await pilot.press("1")
+        await pilot.pause(0.2)
+        tl = app.snapshot.timeline
+        text = screen_text(app)
+        start = fmt_time(tl[0].start_ns)[:12]                  # HH:MM:SS.mmm
+        end = fmt_time(tl[-1].start_ns + tl[-1].width_ns)[:12]
+        assert text.count(start) == 2 and text.count(end) == 2, (start, end)
+        # every bucket with requests has a visible bar, scaled from zero: the smallest count
+        # is drawn in proportion to the largest, not as the lowest bar
+        counts = [b.count for b in tl]
+        bars = app.query_one("#sp-rate")
+        lines = bars.render().plain.splitlines()
+        assert len(lines) == 3
+        w = bars.size.width
+        lo = counts.index(min(c for c in counts if c))
+        col = -(-lo * w // len(counts))                       # its first column
+        filled = sum(" ▁▂▃▄▅▆▇█".index(line[col]) for line in lines[:2])
+        assert filled == max(1, round(min(c for c in counts if c) / max(counts) * 16))
+
+
+def test_bars_from_zero():
+    from kafkasniff.tui.widgets import bar_rows, time_axis
+
+    assert bar_rows([10, 11, 12], 3, 2) == ["▅▇█", "███"]     # 13/16, 15/16, 16/16
+    assert bar_rows([0, 1, 1000], 3, 1) == [" ▁█"]            # non-zero: never empty
+    assert bar_rows([1, 5, 2, 8], 2, 1) == ["▅█"]              # max per column
+    axis = time_axis(0, 60_000_000_000, 40)
+    assert axis.startswith("00:00:00") and axis.endswith("00:01:00") and "00:00:30" in axis

@@ -1,6 +1,6 @@
-"""The Overview view (key 1): totals, request-rate and p99 sparklines per time bucket, the
-per-API table, brokers and clients panels, issue counters by kind and the latency histogram
-of the API under the cursor.
+"""The Overview view (key 1): totals, request-rate and p99 bars per time bucket (from zero,
+with a time axis), the per-API table, brokers and clients panels, issue counters by kind and
+the latency histogram of the API under the cursor.
 
 Styles: ``kafkasniff/tui/app.tcss``.
 """
@@ -12,7 +12,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.widgets import Label, Sparkline, Static
+from textual.widgets import Label, Static
 
 from kafkasniff.output.filters import Filter
 from kafkasniff.tui.aggregates import HIST_EDGES_NS, Snapshot
@@ -28,7 +28,7 @@ from kafkasniff.tui.models import (
     stat_columns,
 )
 from kafkasniff.tui.panes.tables import choose_sort, reverse_sort, set_rows, sort_on_header
-from kafkasniff.tui.widgets import VirtualTable
+from kafkasniff.tui.widgets import TimeBars, VirtualTable
 
 
 class OverviewPane(VerticalScroll):
@@ -52,10 +52,10 @@ class OverviewPane(VerticalScroll):
         with Horizontal(id="ov-sparks"):
             with Vertical(classes="spark-box"):
                 yield Label("requests per bucket", id="sp-rate-label")
-                yield Sparkline([], id="sp-rate")
+                yield TimeBars(id="sp-rate")
             with Vertical(classes="spark-box"):
                 yield Label("p99 latency per bucket", id="sp-p99-label")
-                yield Sparkline([], id="sp-p99")
+                yield TimeBars(id="sp-p99")
         yield Label("APIs (Enter: their exchanges; the histogram follows the cursor)",
                     classes="section")
         yield VirtualTable(stat_columns("API", 22), id="ov-apis")
@@ -110,8 +110,9 @@ class OverviewPane(VerticalScroll):
             width = tl[0].width_ns / 1e9
             counts = [b.count for b in tl]
             p99 = [(b.p99_ns or 0) / 1e6 for b in tl]
-            self.query_one("#sp-rate", Sparkline).data = counts
-            self.query_one("#sp-p99", Sparkline).data = p99
+            start, end = tl[0].start_ns, tl[-1].start_ns + tl[-1].width_ns
+            self.query_one("#sp-rate", TimeBars).set_data(counts, start, end)
+            self.query_one("#sp-p99", TimeBars).set_data(p99, start, end)
             self.query_one("#sp-rate-label", Label).update(
                 f"requests per {width:g} s  (max {max(counts):,})")
             self.query_one("#sp-p99-label", Label).update(
