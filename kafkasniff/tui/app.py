@@ -85,7 +85,9 @@ HELP_TABLE = [("↑ ↓ / j k", "move the cursor"), ("PgUp PgDn / space", "page"
 HELP_EXCHANGES = [("f", "filter dialog: API, client, broker, topic, status, errors, issues, "
                         "min latency"),
                   ("e", "errors only (toggle)"), ("i", "issues only (toggle)"),
-                  ("a", "only this row's API (toggle)"), ("c", "clear the filter"),
+                  ("a", "only this row's API (toggle)"),
+                  ("c", "clear the filter and the time range"),
+                  ("t", "time range: FROM..TO (UTC; empty: any time)"),
                   ("s", "sort by a column (same column again: reverse)"),
                   ("r", "reverse the sort"),
                   ("/", "incremental search (Enter keeps, Esc goes back)"),
@@ -100,7 +102,9 @@ HELP_DETAIL = [("↑ ↓ ← → / Enter", "move in the tree, expand and collaps
                ("[ ] / p n", "previous / next exchange of the view"),
                ("y", "copy the exchange's JSON"), ("tab / shift+tab", "tree / hex view"),
                ("Esc / q", "back to the table")]
-HELP_OTHER = [("Overview: Enter", "the exchanges of the API, broker or client under the cursor"),
+HELP_OTHER = [("Overview: tab to the bars, ← →, Enter",
+               "the exchanges of a time bucket (or click a bar)"),
+              ("Overview: Enter", "the exchanges of the API, broker or client under the cursor"),
               ("Overview: h", "show the latency histogram (the bottom of the view)"),
               ("Overview: ctrl+up ctrl+down", "scroll the view"),
               ("Overview: ctrl+home ctrl+end", "top / bottom of the view"),
@@ -317,6 +321,13 @@ class KafkaSniffApp(App):
         pane = self.exchanges_pane()
         self.query_one(TabbedContent).active = "exchanges"
         pane.set_filter(f, keep_row=None)
+        self._focus_tab("exchanges")
+
+    def jump_to_time_range(self, time_range: tuple[int, int] | None) -> None:
+        """Show the Exchanges view limited to ``[from_ns, to_ns)`` (the filter kept)."""
+        pane = self.exchanges_pane()
+        self.query_one(TabbedContent).active = "exchanges"
+        pane.set_time_range(time_range)
         self._focus_tab("exchanges")
 
     def open_from_table(self, kind: str, row) -> None:

@@ -46,6 +46,59 @@ def fmt_ms(ns: int | None) -> str:
     return format_ms(None if ns is not None and ns < 0 else ns)
 
 
+def parse_time(text: str, ref_ns: int) -> int:
+    """A time typed by the user, as ns since the epoch (UTC): ``YYYY-MM-DD HH:MM:SS[.f]``
+    (or with ``T``), or ``HH:MM:SS[.f]`` / ``HH:MM[.f]`` on the UTC date of ``ref_ns``.
+
+    Raises:
+        ValueError: not one of these forms.
+    """
+    import calendar
+    import re
+
+    m = re.fullmatch(r"\s*(?:(\d{4})-(\d{2})-(\d{2})[ T])?(\d{1,2}):(\d{2})(?::(\d{2}))?"
+                     r"(?:\.(\d{1,9}))?\s*", text)
+    if m is None:
+        raise ValueError(f"not a time: {text.strip()!r} (HH:MM:SS[.ffffff] or "
+                         f"YYYY-MM-DD HH:MM:SS[.ffffff], UTC)")
+    y, mo, d, hh, mm, ss, frac = m.groups()
+    if y is None:
+        ref = _time.gmtime(ref_ns // 1_000_000_000)
+        y, mo, d = ref.tm_year, ref.tm_mon, ref.tm_mday
+    hh, mm, ss = int(hh), int(mm), int(ss or 0)
+    if hh > 23 or mm > 59 or ss > 60:
+        raise ValueError(f"not a time: {text.strip()!r}")
+    sec = calendar.timegm((int(y), int(mo), int(d), hh, mm, ss, 0, 0, 0))
+    return sec * 1_000_000_000 + (int((frac or "0").ljust(9, "0")) if frac else 0)
+
+
+def parse_time_range(text: str, ref_ns: int) -> tuple[int, int] | None:
+    """``from..to`` typed by the user (either side may be empty: open), as ``(from_ns,
+    to_ns)`` for ``[from, to)``; ``None`` for an empty text (no range). Times as
+    :func:`parse_time` reads them.
+
+    Raises:
+        ValueError: no ``..``, a side that is not a time, or ``to`` not after ``from``.
+    """
+    text = text.strip()
+    if not text:
+        return None
+    if ".." not in text:
+        raise ValueError("a time range is FROM..TO (either side may be left out)")
+    a, _, b = text.partition("..")
+    lo = parse_time(a, ref_ns) if a.strip() else 0
+    hi = parse_time(b, ref_ns) if b.strip() else 1 << 62
+    if hi <= lo:
+        raise ValueError("the end of the range must come after its start")
+    return lo, hi
+
+
+def fmt_time_range(time_range: tuple[int, int]) -> str:
+    """``00:56:17.000000..00:56:18.000000`` (an open side left empty)."""
+    lo, hi = time_range
+    return (fmt_time(lo) if lo > 0 else "") + ".." + (fmt_time(hi) if hi < 1 << 62 else "")
+
+
 def fmt_bytes(n: float) -> str:
     """``812B``, ``1.2KB``, ``3.4MB`` (powers of 1024)."""
     n = float(n)

@@ -1,4 +1,5 @@
-"""Screens pushed over the main one: detail of an exchange, help, filter, sort, save."""
+"""Screens pushed over the main one: detail of an exchange, help, filter, time range, sort,
+save."""
 
 from __future__ import annotations
 
@@ -33,7 +34,13 @@ from kafkasniff.output.render import batch_to_dict, records_summary_line
 from kafkasniff.output.values import describe_bytes, short
 from kafkasniff.protocol.primitives import RawRecords
 from kafkasniff.tui.detail import Detail, parent_path
-from kafkasniff.tui.models import api_label, fmt_date_time, fmt_ms
+from kafkasniff.tui.models import (
+    api_label,
+    fmt_date_time,
+    fmt_ms,
+    fmt_time_range,
+    parse_time_range,
+)
 from kafkasniff.tui.widgets import HexView
 
 if TYPE_CHECKING:
@@ -581,6 +588,52 @@ class FilterScreen(Dialog):
         self.dismiss(Filter())
 
     @on(Button.Pressed, "#f-cancel")
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+# ------------------------------------------------------------------------------------ time
+
+class TimeRangeScreen(Dialog):
+    """Type a time range ``from..to`` for the Exchanges view. Dismissed with ``("set",
+    (from_ns, to_ns))``, ``("set", None)`` (an empty text: any time) or ``None`` (Esc)."""
+
+    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+
+    DEFAULT_CSS = """
+    TimeRangeScreen { align: center middle; }
+    TimeRangeScreen > Vertical { width: 70; height: auto; border: round $accent;
+        background: $surface; padding: 0 1; }
+    TimeRangeScreen Input { width: 100%; }
+    TimeRangeScreen #t-error { color: $error; height: auto; }
+    """
+
+    def __init__(self, current: tuple[int, int] | None, ref_ns: int) -> None:
+        super().__init__()
+        self.current = current
+        self.ref_ns = ref_ns
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Static("Time range FROM..TO, UTC: HH:MM:SS[.ffffff] on the capture's "
+                         "date, or YYYY-MM-DD HH:MM:SS[.ffffff]; a side left out is open; "
+                         "empty: any time")
+            yield Input(fmt_time_range(self.current) if self.current else "", id="t-range",
+                        placeholder="00:56:17..00:56:18.5")
+            yield Static("", id="t-error")
+
+    def on_mount(self) -> None:
+        self.query_one("#t-range", Input).focus()
+
+    @on(Input.Submitted)
+    def _submitted(self, event: Input.Submitted) -> None:
+        try:
+            rng = parse_time_range(event.value, self.ref_ns)
+        except ValueError as exc:
+            self.query_one("#t-error", Static).update(str(exc))
+            return
+        self.dismiss(("set", rng))
+
     def action_cancel(self) -> None:
         self.dismiss(None)
 

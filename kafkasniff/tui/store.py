@@ -567,11 +567,20 @@ class SummaryStore:
         it for rows arriving later (its id sets grow with the interned tables)."""
         return _Compiled(f, self.tables) if f.active else None
 
-    def filter_rows(self, compiled: _Compiled | None, start: int, end: int) -> array:
-        """Rows in ``[start, end)`` passing the compiled filter, as ``array('i')``."""
+    def filter_rows(self, compiled: _Compiled | None, start: int, end: int,
+                    time_range: tuple[int, int] | None = None) -> array:
+        """Rows in ``[start, end)`` passing the compiled filter, as ``array('i')``; with
+        ``time_range`` ``(from_ns, to_ns)`` only those whose request (or first frame) time
+        is in ``[from_ns, to_ns)`` (ns since the epoch)."""
         if compiled is None:
-            return array("i", range(start, end))
-        return array("i", compiled.rows(self.columns, start, end))
+            rows = array("i", range(start, end))
+        else:
+            rows = array("i", compiled.rows(self.columns, start, end))
+        if time_range is not None:
+            lo, hi = time_range
+            ts = self.columns["ts"]
+            rows = array("i", [r for r in rows if lo <= ts[r] < hi])
+        return rows
 
     def sort(self, view: array, key: str, reverse: bool = False) -> array:
         """``view`` sorted by one of :data:`SORT_KEYS`."""

@@ -580,32 +580,89 @@ def time_axis(start_ns: int, end_ns: int, width: int) -> str:
     return line
 
 
-class TimeBars(Widget):
+class TimeBars(Widget, can_focus=True):
     """A value per time bucket as vertical bars from zero (the last line: a time axis).
 
-    :meth:`set_data` gives the values (one per bucket, oldest first) and the time the
-    buckets cover (ns since the epoch); the bars take every line but the last.
+    :meth:`set_data` gives the values (one per bucket, oldest first, buckets of equal width)
+    and the time they cover (ns since the epoch); the bars take every line but the last.
+    A bucket can be picked: a click on its bars, or ``←`` ``→`` (the bucket under the
+    cursor is shown in reverse) and Enter when the widget has the focus; :class:`Picked`
+    gives its time range.
     """
 
     DEFAULT_CSS = """
     TimeBars { height: 3; }
     TimeBars > .tb--bar { color: $accent; }
     TimeBars > .tb--axis { color: $text-muted; }
+    TimeBars > .tb--cursor { color: $text; background: $accent 40%; }
     """
 
-    COMPONENT_CLASSES = {"tb--bar", "tb--axis"}
+    COMPONENT_CLASSES = {"tb--bar", "tb--axis", "tb--cursor"}
+
+    BINDINGS = [
+        Binding("left", "move(-1)", "Earlier", show=False),
+        Binding("right", "move(1)", "Later", show=False),
+        Binding("home", "move(-1000000)", "First", show=False),
+        Binding("end", "move(1000000)", "Last", show=False),
+        Binding("enter", "pick", "Exchanges of this time", show=False),
+    ]
+
+    class Picked(Message):
+        """Bucket(s) ``[start_ns, end_ns)`` of ``bars`` were picked (click or Enter)."""
+
+        def __init__(self, bars: "TimeBars", start_ns: int, end_ns: int) -> None:
+            super().__init__()
+            self.bars = bars
+            self.start_ns = start_ns
+            self.end_ns = end_ns
+
+        @property
+        def control(self) -> "TimeBars":
+            return self.bars
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.values: list[float] = []
         self.start_ns = 0
         self.end_ns = 0
+        self.cursor = 0
 
     def set_data(self, values: Sequence[float], start_ns: int, end_ns: int) -> None:
         """Show ``values`` (one per bucket) over ``start_ns`` .. ``end_ns``."""
+        if len(values) != len(self.values) and self.values:
+            self.cursor = self.cursor * len(values) // len(self.values)  # buckets merged
         self.values = list(values)
         self.start_ns, self.end_ns = start_ns, end_ns
+        self.cursor = max(0, min(self.cursor, len(self.values) - 1))
         self.refresh()
+
+    def bucket_range(self, first: int, last: int) -> tuple[int, int]:
+        """``[start_ns, end_ns)`` of buckets ``first`` to ``last`` (inclusive)."""
+        n = max(1, len(self.values))
+        span = self.end_ns - self.start_ns
+        return (self.start_ns + span * first // n, self.start_ns + span * (last + 1) // n)
+
+    def _buckets_at(self, x: int) -> tuple[int, int]:
+        n, w = len(self.values), self.size.width
+        a = x * n // w
+        return a, max(a + 1, (x + 1) * n // w) - 1
+
+    def action_move(self, delta: int) -> None:
+        if self.values:
+            self.cursor = max(0, min(self.cursor + delta, len(self.values) - 1))
+            self.refresh()
+
+    def action_pick(self) -> None:
+        if self.values:
+            self.post_message(self.Picked(self, *self.bucket_range(self.cursor, self.cursor)))
+
+    def _on_click(self, event: events.Click) -> None:
+        if not self.values or self.size.width <= 0:
+            return
+        first, last = self._buckets_at(max(0, min(event.x, self.size.width - 1)))
+        self.cursor = first
+        self.refresh()
+        self.post_message(self.Picked(self, *self.bucket_range(first, last)))
 
     def render(self) -> Text:
         w, h = self.size.width, self.size.height
@@ -614,7 +671,19 @@ class TimeBars(Widget):
             return text
         bar = self.get_component_rich_style("tb--bar", partial=True)
         axis = self.get_component_rich_style("tb--axis", partial=True)
+        lit = self.get_component_rich_style("tb--cursor", partial=True)
+        cols = [x for x in range(w) if self.has_focus
+                and self._buckets_at(x)[0] <= self.cursor <= self._buckets_at(x)[1]]
+        a, b = (cols[0], cols[-1] + 1) if cols else (w, w)
         for row in bar_rows(self.values, w, h - 1):
-            text.append(row + "\n", style=bar)
+            text.append(row[:a], style=bar)
+            text.append(row[a:b], style=lit)
+            text.append(row[b:] + "\n", style=bar)
         text.append(time_axis(self.start_ns, self.end_ns, w), style=axis)
         return text
+
+    def on_focus(self) -> None:
+        self.refresh()
+
+    def on_blur(self) -> None:
+        self.refresh()

@@ -505,3 +505,76 @@ def test_bars_from_zero():
     assert bar_rows([1, 5, 2, 8], 2, 1) == ["▅█"]              # max per column
     axis = time_axis(0, 60_000_000_000, 40)
     assert axis.startswith("00:00:00") and axis.endswith("00:01:00") and "00:00:30" in axis
+
+
+# ------------------------------------------------------------------ 7. time range
+
+async def test_time_range_typed_in_the_exchanges_view():
+    from kafkasniff.tui.models import fmt_time
+
+    app = make_app(ERR)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_loaded(pilot)
+        p = pane(app)
+        ts = sorted(app.store.row(r).ts_ns for r in p.view)
+        lo, hi = ts[20], ts[60]
+        await pilot.press("t")
+        await pilot.pause()
+        await pilot.press(*"noon..later", "enter")
+        await pilot.pause()
+        assert "not a time" in screen_text(app) and len(app.screen_stack) == 2
+        inp = app.screen.query_one("#t-range")
+        inp.value = f"{fmt_time(lo)}..{fmt_time(hi)}"
+        await pilot.press("enter")
+        await settle(pilot, app)
+        got = sorted(app.store.row(r).ts_ns for r in p.view)
+        assert got == [t for t in ts if lo <= t < hi] and len(got) == 40
+        assert f"time: {fmt_time(lo)}..{fmt_time(hi)}" in screen_text(app)
+        await pilot.press("e")                            # a filter on top of the range
+        await settle(pilot, app)
+        assert all(lo <= app.store.row(r).ts_ns < hi and app.store.row(r).errors
+                   for r in p.view)
+        await pilot.press("c")
+        await settle(pilot, app)
+        assert len(p.view) == len(ts) and "time:" not in screen_text(app)
+
+
+async def test_time_range_from_the_overview_timeline():
+    app = make_app(ERR)
+    async with app.run_test(size=(120, 50)) as pilot:
+        await wait_loaded(pilot)
+        await pilot.press("1")
+        await pilot.pause(0.2)
+        tl = app.snapshot.timeline
+        # keyboard: Tab to the request bars, → to the third bucket, Enter
+        app.query_one("#sp-rate").focus()
+        await pilot.press("home", "right", "right", "enter")
+        await settle(pilot, app)
+        p = pane(app)
+        b = tl[2]
+        assert app.query_one("TabbedContent").active == "exchanges"
+        assert len(p.view) == b.count > 0
+        assert all(b.start_ns <= app.store.row(r).ts_ns < b.start_ns + b.width_ns
+                   for r in p.view)
+        # mouse: a click on the first bucket's bars
+        await pilot.press("1")
+        await pilot.pause(0.2)
+        await pilot.click("#sp-p99", offset=(0, 0))
+        await settle(pilot, app)
+        assert len(p.view) == tl[0].count
+
+
+def test_parse_time_range():
+    from kafkasniff.tui.models import fmt_time_range, parse_time_range
+
+    ref = 1_795_222_577_123_000_000                    # 2026-11-21 00:56:17.123 UTC
+    day = ref - ref % 86_400_000_000_000
+    assert parse_time_range("", ref) is None
+    lo, hi = parse_time_range("00:56:17..00:56:18.5", ref)
+    assert (lo - day, hi - day) == (3377 * 10**9, 3378_500_000_000)
+    assert fmt_time_range((lo, hi)) == "00:56:17.000000..00:56:18.500000"
+    assert parse_time_range("2026-11-21 00:56:17..", 0) == (day + 3377 * 10**9, 1 << 62)
+    assert parse_time_range("..00:01", ref) == (0, day + 60 * 10**9)
+    for bad in ("00:56:17", "x..00:56:18", "00:56:18..00:56:17", "25:00..", "00:61.."):
+        with pytest.raises(ValueError):
+            parse_time_range(bad, ref)

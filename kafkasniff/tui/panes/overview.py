@@ -200,6 +200,12 @@ class OverviewPane(VerticalScroll):
     def _api_selected(self) -> None:
         self.action_open_api()
 
+    @on(TimeBars.Picked)
+    def _time_picked(self, event: TimeBars.Picked) -> None:
+        """A bucket of the timeline picked (click, or Enter on the focused bars): the
+        exchanges of that time."""
+        self.app.jump_to_time_range((event.start_ns, event.end_ns))
+
     @on(VirtualTable.Selected, "#ov-brokers")
     def _broker_selected(self, event: VirtualTable.Selected) -> None:
         """Enter on a broker: the exchanges with that broker endpoint."""
