@@ -99,6 +99,7 @@ HELP_EXCHANGES = [("f", "filter dialog: API, client, broker, topic, status, erro
                   ("Enter", "detail of the exchange")]
 HELP_DETAIL = [("↑ ↓ ← → / Enter", "move in the tree, expand and collapse"),
                ("x", "hex view: request / response frame"),
+               ("b", "request and response bytes side by side (again: one frame)"),
                ("[ ] / p n", "previous / next exchange of the view"),
                ("y", "copy the exchange's JSON"), ("tab / shift+tab", "tree / hex view"),
                ("Esc / q", "back to the table")]

@@ -322,6 +322,7 @@ class DetailScreen(Screen):
     BINDINGS = [
         Binding("escape,q", "close", "Back"),
         Binding("x", "switch_frame", "Req/resp bytes"),
+        Binding("b", "toggle_both", "Side by side"),
         Binding("y", "copy_json", "Copy JSON"),
         Binding("left_square_bracket,p", "step(-1)", "Previous"),
         Binding("right_square_bracket,n", "step(1)", "Next"),
@@ -341,6 +342,13 @@ class DetailScreen(Screen):
     DetailScreen #hex-title { height: 1; color: $text-muted; }
     DetailScreen.wide #hex-box { width: 80; }
     DetailScreen.narrow #hex-box { width: 45; }
+    DetailScreen #hex-box2 { display: none; width: 1fr; height: 1fr;
+        border: round $primary 50%; }
+    DetailScreen #hex-box2:focus-within { border: round $accent; }
+    DetailScreen #hex-title2 { height: 1; color: $text-muted; }
+    DetailScreen.both #hex-box2 { display: block; }
+    DetailScreen.both #hex-box { width: 1fr; }
+    DetailScreen.both.narrow Tree { width: 20; }
     """
 
     def __init__(self, app_ref, view_rows, index: int) -> None:
@@ -351,6 +359,7 @@ class DetailScreen(Screen):
         self.detail: Detail | None = None
         self.info = None
         self.side = "request"
+        self.both = False
 
     def compose(self) -> ComposeResult:
         yield Static("", id="detail-title")
@@ -362,6 +371,9 @@ class DetailScreen(Screen):
             with Vertical(id="hex-box"):
                 yield Static("", id="hex-title")
                 yield HexView(id="hex")
+            with Vertical(id="hex-box2"):          # the response, side by side (b)
+                yield Static("", id="hex-title2")
+                yield HexView(id="hex2")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -402,17 +414,28 @@ class DetailScreen(Screen):
         self._show_frame(self.side, None)
 
     def _show_frame(self, side: str, span) -> None:
-        hexv = self.query_one(HexView)
+        if self.both:
+            # request on the left, response on the right; the selected field's side lit
+            self.side = side
+            for s, hex_id, title_id in (("request", "#hex", "#hex-title"),
+                                        ("response", "#hex2", "#hex-title2")):
+                self._fill_hex(s, span if s == side else None, hex_id, title_id)
+            return
+        self._fill_hex(side, span, "#hex", "#hex-title")
+
+    def _fill_hex(self, side: str, span, hex_id: str, title_id: str) -> None:
+        hexv = self.query_one(hex_id, HexView)
         detail = self.detail
         frame = detail.frames.get(side) if detail else None
-        title = self.query_one("#hex-title", Static)
+        title = self.query_one(title_id, Static)
         if frame is None or frame.data is None:
             hexv.show(None)
             note = detail.note if detail and detail.note else "no bytes"
             title.update(f" {side}: {note}")
             return
-        if side != self.side or hexv.data is not frame.data:
+        if hex_id == "#hex" and not self.both:
             self.side = side
+        if hexv.data is not frame.data:
             hexv.show(frame.data, frame.masked, frame.missing, span)
         hexv.set_highlight(span)
         extra = f", {len(frame.masked)} secret range(s) hidden" if frame.masked else ""
@@ -436,12 +459,26 @@ class DetailScreen(Screen):
             self.app.pop_screen()
 
     def action_toggle_focus(self) -> None:
-        """Tab / Shift+Tab: the tree or the hex view, whichever does not have the focus."""
-        tree = self.query_one(Tree)
-        (self.query_one(HexView) if tree.has_focus else tree).focus()
+        """Tab / Shift+Tab: the tree, the hex view (side by side: the request's, then the
+        response's), in turn."""
+        order = [self.query_one(Tree), self.query_one("#hex", HexView)]
+        if self.both:
+            order.append(self.query_one("#hex2", HexView))
+        k = next((i for i, w in enumerate(order) if w.has_focus), -1)
+        order[(k + 1) % len(order)].focus()
+
+    def action_toggle_both(self) -> None:
+        """``b``: request and response frames side by side (again: one frame, ``x``
+        switches)."""
+        self.both = not self.both
+        self.set_class(self.both, "both")
+        if self.detail is not None:
+            node = self.query_one(Tree).cursor_node
+            side, span = span_for(self.detail, node.data if node is not None else None)
+            self._show_frame(side or self.side, span)
 
     def action_switch_frame(self) -> None:
-        if self.detail is None:
+        if self.detail is None or self.both:
             return
         other = "response" if self.side == "request" else "request"
         if other in self.detail.frames:

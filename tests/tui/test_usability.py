@@ -578,3 +578,49 @@ def test_parse_time_range():
     for bad in ("00:56:17", "x..00:56:18", "00:56:18..00:56:17", "25:00..", "00:61.."):
         with pytest.raises(ValueError):
             parse_time_range(bad, ref)
+
+
+async def test_request_and_response_bytes_side_by_side():
+    from textual.widgets import Tree
+
+    from kafkasniff.tui.screens import DetailScreen
+
+    app = make_app(ERR)
+    async with app.run_test(size=(200, 40)) as pilot:
+        await wait_loaded(pilot)
+        p = pane(app)
+        k = next(i for i, r in enumerate(app.store.row(r) for r in p.view)
+                 if r.api_name == "Produce" and r.status == "paired")
+        p.table.move_to(k)
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, DetailScreen)
+                       and app.screen.detail is not None)
+        await pilot.pause()
+        screen = app.screen
+        frames = screen.detail.frames
+        await pilot.press("b")
+        await pilot.pause(0.2)
+        left, right = screen.query_one("#hex"), screen.query_one("#hex2")
+        assert screen.query_one("#hex-box2").display
+        assert left.data == frames["request"].data and right.data == frames["response"].data
+        text = screen_text(app)
+        assert "request frame" in text and "response frame" in text
+        # a response field lights its bytes on the right, nothing on the left
+        tree = screen.query_one(Tree)
+        node = next(c for c in tree.root.children if c.label.plain.startswith("Response"))
+        node = next(c for c in node.children if c.label.plain.startswith("header"))
+        node = next(c for c in node.children if c.label.plain.startswith("correlation_id"))
+        tree.move_cursor(node)
+        await pilot.pause()
+        corr = app.store.row(p.view[k]).correlation_id
+        assert right.highlighted_bytes() == corr.to_bytes(4, "big")
+        assert left.highlight is None
+        await pilot.press("x")                        # both shown: nothing to switch
+        assert left.data == frames["request"].data and right.data == frames["response"].data
+        await pilot.press("tab", "tab")
+        assert app.focused is right
+        await pilot.press("tab")
+        assert isinstance(app.focused, Tree)
+        await pilot.press("b")                        # one frame again
+        await pilot.pause()
+        assert not screen.query_one("#hex-box2").display
