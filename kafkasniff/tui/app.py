@@ -222,8 +222,9 @@ class KafkaSniffApp(App):
 
     def _status(self) -> None:
         """The status line: title, progress, counters. What does not fit the width is cut
-        from the title (several files become ``first.pcap +2 files``) and the packet count,
-        never from the progress and the exchange and issue counters."""
+        from the title (the source's ``short_title`` instead, e.g. ``first.pcap +2 files``,
+        then cut at its end) and the packet count, never from the progress and the exchange
+        and issue counters."""
         p = self.progress
         width = max(20, self.size.width - 2)
         prog = Text()
@@ -252,10 +253,11 @@ class KafkaSniffApp(App):
         if room >= len("kafkasniff ") + len(title):
             text.append("kafkasniff ", style="bold")
         elif title:
-            names = title.split(" ")
+            title = getattr(self.source, "short_title", "") or title
             suffix = ""
-            if len(names) > 1 and len(title) > room:
-                title, suffix = names[0], f" +{len(names) - 1} files"
+            if title.endswith(" files") and " +" in title:      # first.pcap +2 files
+                title, plus, rest = title.rpartition(" +")
+                suffix = plus + rest
             if len(title) + len(suffix) > room:
                 keep = room - len(suffix) - 1
                 title = title[:keep] + "…" if keep > 0 else ""

@@ -97,6 +97,9 @@ class DataSource:
 
     Attributes:
         title: shown in the header (file names, interface).
+        short_title: what the header shows instead when ``title`` does not fit the width
+            (``""``: ``title``, cut at its end); the progress and the counters are never
+            given up for the title.
         live: live traffic (follow mode on by default, no progress bar).
         tables: the interned tables the chunks refer to (give them to the
             :class:`~kafkasniff.tui.store.SummaryStore`).
@@ -104,6 +107,7 @@ class DataSource:
     """
 
     title = ""
+    short_title = ""
     live = False
     show_secrets = False
 
@@ -267,8 +271,10 @@ class FileSource(ThreadedSource):
         self.show_secrets = self.options.show_secrets
         self.checkpoint_every = checkpoint_every
         self.interval_s = interval_s
-        self.title = " ".join(os.path.basename(s) if s != "-" else "<stdin>"
-                              for s in self.sources)
+        names = [os.path.basename(s) if s != "-" else "<stdin>" for s in self.sources]
+        self.title = " ".join(names)
+        if len(names) > 1:
+            self.short_title = f"{names[0]} +{len(names) - 1} files"
         self.index = CaptureIndex()
         self.finder = FrameFinder(self.index)
         self.pipeline = None
