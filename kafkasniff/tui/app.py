@@ -80,7 +80,8 @@ HELP_GLOBAL = [("1 2 3 4 5 6", "Overview, Exchanges, Connections, Clients, Topic
 HELP_TABLE = [("↑ ↓ / j k", "move the cursor"), ("PgUp PgDn / space", "page"),
               ("Home End / g G", "first / last row"),
               ("Enter / double click", "open (detail, or the exchanges of this row)"),
-              ("s / click a header", "sort by a column (again: reverse); cursor to the top"),
+              ("s / click a header", "sort by a column (again: reverse); cursor to the top "
+                                     "(not in Issues)"),
               ("r", "reverse the sort")]
 HELP_EXCHANGES = [("f", "filter dialog: API, client, broker, topic, status, errors, issues, "
                         "min latency"),

@@ -312,6 +312,12 @@ async def test_overview_histogram_axis_by_keyboard_at_47_rows():
         text = screen_text(app)
         assert "latency ≥" in text and "178ms" in text      # the time axis and its ticks
         assert app.focused.id == "ov-apis"                  # the cursor still picks the API
+        await pilot.press("ctrl+home")
+        await pilot.pause(0.2)
+        assert "latency ≥" not in screen_text(app)
+        await pilot.press("ctrl+end")
+        await pilot.pause(0.2)
+        assert "latency ≥" in screen_text(app)
 
 
 async def _sorted_by_keyboard(pilot, app, table, column_label: str) -> list:
