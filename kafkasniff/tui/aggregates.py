@@ -402,6 +402,34 @@ class Aggregates:
                 t[5] += n
                 t[6] += loc.records.size_bytes
 
+    def error_counts(self, ex: Exchange) -> tuple[tuple[str, int], ...]:
+        """``((error name, occurrences), ...)`` of the exchange's response, in the order of
+        ``ex.errors``: how many non-zero error codes of each name the response carries (top
+        level, per topic, per partition, per resource). A name the walk does not find
+        (no definitions, a layout it cannot name) counts 1."""
+        names = ex.errors
+        if not names:
+            return ()
+        counts: dict[str, int] = {}
+        defs = self.defs
+        resp = ex.response
+        info = defs.apis.get(ex.api_key) if defs is not None and resp is not None \
+            and resp.body else None
+        if info is not None:
+            version = ex.assumed_version if ex.assumed_version is not None else \
+                ex.api_version
+            error_name = defs.error_name
+
+            def visit(tag, key, v, *rest):
+                if v:
+                    n = error_name(v)
+                    counts[n] = counts.get(n, 0) + 1
+            try:
+                _ERRORS.walk(defs.plan(info.response, version), resp.body, visit)
+            except Exception:  # noqa: BLE001 - a layout we cannot name: count 1 per name
+                counts = {}
+        return tuple((n, counts.get(n) or 1) for n in names)
+
     def _partition_errors(self, ex: Exchange) -> list[tuple[str, int | None, str]]:
         """(topic, partition, error name) of every non-zero error code under a topic."""
         defs = self.defs

@@ -127,8 +127,10 @@ def api_label(name: str, version: int) -> str:
 # ------------------------------------------------------------------------------------ exchanges
 
 #: The Exchanges view's columns. At 80 columns: time, API, latency, status and errors (status
-#: outlives client_id and the endpoints); the spare width goes to errors first (weight 3,
-#: up to 80 cells) and to topics.
+#: outlives client_id and the endpoints); errors grow to 22 cells (NOT_LEADER_OR_FOLLOWER)
+#: before the less important columns are placed, and the spare width goes to errors first
+#: (weight 3, up to 80 cells) and to topics. ``Err`` counts the non-zero error codes of the
+#: response, Errors names them (``NAME×count`` when a name occurs more than once).
 EXCHANGE_COLUMNS = [
     Column("time", "Time (UTC)", 15, priority=0),
     Column("api", "API", 18, priority=0),
@@ -136,8 +138,9 @@ EXCHANGE_COLUMNS = [
     Column("client_id", "Client id", 16, priority=2),
     Column("client", "Client → broker", 34, priority=3),
     Column("latency", "Latency", 11, "right", priority=0),
-    Column("status", "Status", 12, priority=1),
-    Column("errors", "Errors", 14, priority=0, flex=3, max_width=80),
+    Column("status", "Status", 10, priority=0),
+    Column("err_n", "Err", 4, "right", priority=2),
+    Column("errors", "Errors", 14, priority=0, flex=3, max_width=80, grow_to=22),
     Column("throttle", "Thr ms", 6, "right", priority=4),
     Column("bytes", "Req/resp B", 13, "right", priority=4),
     Column("topics", "Topics", 14, priority=2, flex=1),
@@ -166,6 +169,7 @@ class ExchangeModel:
         cid = t.client_ids.items[c["client_id"][r]]
         status = STATUSES[c["status"][r]]
         errors = tup[c["errors"][r]]
+        labels = tup[c["err_counts"][r]] or errors        # NAME×count when some count > 1
         thr = c["throttle"][r]
         topics = tup[c["topics"][r]]
         nrec = c["records"][r]
@@ -184,7 +188,8 @@ class ExchangeModel:
             f"{t.endpoints.items[c['client'][r]]} → {t.endpoints.items[c['broker'][r]]}",
             fmt_ms(c["latency"][r]),
             status_cell(status, bool(errors)),
-            (", ".join(errors), "error") if errors else "",
+            (str(c["err_n"][r]), "error") if errors else "",
+            (", ".join(labels), "error") if errors else "",
             (str(thr), "warning" if thr > 0 else "dim") if thr >= 0 else "",
             f"{c['req_bytes'][r]}/{c['resp_bytes'][r]}",
             ",".join(topics),

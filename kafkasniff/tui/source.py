@@ -301,7 +301,7 @@ class FileSource(ThreadedSource):
         pipe = Pipeline(self.options)
         self.pipeline = pipe
         agg = Aggregates(pipe.topics, pipe.defs)
-        builder = SummaryBuilder(self.tables)
+        builder = SummaryBuilder(self.tables, error_counts=agg.error_counts)
         # kept beyond the thread: freeing them all at its end would hold the GIL (and pause
         # the UI) for a noticeable moment
         self.aggregates, self.builder = agg, builder

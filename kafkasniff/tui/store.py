@@ -117,7 +117,7 @@ COLUMNS = {
     "latency": "q", "req_bytes": "i", "resp_bytes": "i", "errors": "I", "throttle": "i",
     "topics": "I", "records": "i", "batches": "i", "rec_info": "I", "issues": "I",
     "severity": "b", "req_seq": "q", "resp_seq": "q", "resp_ts": "q", "req_off": "q",
-    "resp_off": "q", "flags": "B",
+    "resp_off": "q", "flags": "B", "err_n": "H", "err_counts": "I",
 }
 
 
@@ -196,10 +196,15 @@ class SummaryBuilder:
             because they carry no TCP sequence number (Kafka 0.7 frames; raw SASL tokens on
             a connection whose other frames did not teach the sequence base; frames
             decrypted from TLS, which are plaintext, not TCP, bytes).
+        error_counts: ``exchange -> ((error name, occurrences), ...)`` (e.g.
+            :meth:`kafkasniff.tui.aggregates.Aggregates.error_counts`) for the ``err_n``
+            column and the ``NAME×count`` labels; without it each distinct name counts 1.
     """
 
-    def __init__(self, tables: Tables, keep_unlocatable: bool = True) -> None:
+    def __init__(self, tables: Tables, keep_unlocatable: bool = True,
+                 error_counts=None) -> None:
         self.tables = tables
+        self.error_counts = error_counts
         self.chunk = SummaryChunk()
         self.keep_unlocatable = keep_unlocatable
         self.kept = 0
@@ -242,7 +247,17 @@ class SummaryBuilder:
         c["req_bytes"].append(req.frame_bytes if req is not None else 0)
         c["resp_bytes"].append(resp.frame_bytes if resp is not None else 0)
         tup = t.tuples.id
-        c["errors"].append(tup(ex.errors) if ex.errors else 0)
+        if ex.errors:
+            c["errors"].append(tup(ex.errors))
+            counts = self.error_counts(ex) if self.error_counts is not None else \
+                tuple((n, 1) for n in ex.errors)
+            c["err_n"].append(min(65535, sum(n for _, n in counts)))
+            c["err_counts"].append(tup(tuple(f"{name}×{n}" for name, n in counts))
+                                   if any(n > 1 for _, n in counts) else 0)
+        else:
+            c["errors"].append(0)
+            c["err_n"].append(0)
+            c["err_counts"].append(0)
         c["throttle"].append(ex.throttle_time_ms if ex.throttle_time_ms is not None else -1)
         c["topics"].append(tup(ex.topics) if ex.topics else 0)
         r = ex.records
@@ -427,6 +442,7 @@ SORT_KEYS = {
     "status": ("status", None), "errors": ("errors", "tuples"), "throttle": ("throttle", None),
     "bytes": ("req_bytes", None), "resp_bytes": ("resp_bytes", None),
     "topics": ("topics", "tuples"), "records": ("records", None), "issues": ("issues", "tuples"),
+    "err_n": ("err_n", None),
 }
 
 

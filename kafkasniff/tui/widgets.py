@@ -41,6 +41,9 @@ class Column(NamedTuple):
         sortable: a header click asks to sort by it.
         max_width: a flexible column grows no wider than this (0: no limit); what it cannot
             take goes to the other flexible columns.
+        grow_to: a column grows to this width (when there is room) before the columns of
+            lower priority are placed (0: no such claim), e.g. error names before less
+            important columns take the width.
     """
 
     key: str
@@ -51,6 +54,7 @@ class Column(NamedTuple):
     flex: int = 0
     sortable: bool = True
     max_width: int = 0
+    grow_to: int = 0
 
 
 class TableModel(Protocol):
@@ -80,12 +84,13 @@ def fit(text: str, width: int, align: str = "left") -> str:
     return text.rjust(width) if align == "right" else text.ljust(width)
 
 
-def share_spare(columns: Sequence[Column], spare: int) -> list[int]:
-    """The widths of ``columns`` (all shown) once ``spare`` more cells are given out: to the
-    flexible columns in proportion to their ``flex`` weights, none beyond its ``max_width``;
-    what no flexible column can take goes to the last unlimited flexible column, or to the
-    last column when there is none."""
-    widths = [c.width for c in columns]
+def share_spare(columns: Sequence[Column], spare: int,
+                widths: Sequence[int] | None = None) -> list[int]:
+    """The widths of ``columns`` (all shown, at ``widths``, default their ``width``) once
+    ``spare`` more cells are given out: to the flexible columns in proportion to their
+    ``flex`` weights, none beyond its ``max_width``; what no flexible column can take goes to
+    the last unlimited flexible column, or to the last column when there is none."""
+    widths = list(widths) if widths is not None else [c.width for c in columns]
     open_ = [k for k, c in enumerate(columns) if c.flex]
     while spare > 0 and open_:
         total = sum(int(columns[k].flex) for k in open_)
@@ -297,18 +302,25 @@ class VirtualTable(ScrollView, can_focus=True):
         if cache is not None and cache[0] == width:
             return cache[1]
         cols = self.columns
-        order = sorted(range(len(cols)), key=lambda i: (cols[i].priority, i))
-        chosen: set[int] = set()
+        chosen: dict[int, int] = {}          # column index -> width
         used = 0
-        for i in order:
-            need = cols[i].width + (1 if chosen else 0)
-            if used + need <= width or not chosen:
-                chosen.add(i)
-                used += need
-        out = [(cols[i], cols[i].width, i) for i in range(len(cols)) if i in chosen]
+        for level in sorted({c.priority for c in cols}):
+            for i in range(len(cols)):
+                if cols[i].priority != level:
+                    continue
+                need = cols[i].width + (1 if chosen else 0)
+                if used + need <= width or not chosen:
+                    chosen[i] = cols[i].width
+                    used += need
+            for i, w in chosen.items():        # claims before lower priorities are placed
+                if cols[i].grow_to > w and used < width:
+                    add = min(cols[i].grow_to - w, width - used)
+                    chosen[i] += add
+                    used += add
+        out = [(cols[i], chosen[i], i) for i in range(len(cols)) if i in chosen]
         spare = width - used
         if spare > 0 and out:
-            widths = share_spare([c for c, _, _ in out], spare)
+            widths = share_spare([c for c, _, _ in out], spare, [w for _, w, _ in out])
             out = [(c, w, i) for (c, _, i), w in zip(out, widths)]
         self._col_layout = (width, out)
         return out

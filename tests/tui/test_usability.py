@@ -252,7 +252,7 @@ async def test_moving_up_leaves_follow_mode_until_end():
         await pilot.press("up", "up")
         here = p.table.cursor
         assert here == len(p.view) - 3 and not p.follow
-        assert "FOLLOW" not in screen_text(app)
+        assert "FOLLOW" not in str(app.query_one("#ex-bar").render())
         src.go.release()                              # more rows: the cursor stays put
         await wait_for(pilot, lambda: len(app.store) >= 58)
         await pilot.pause()
@@ -630,3 +630,50 @@ async def test_request_and_response_bytes_side_by_side():
         await pilot.press("b")                        # one frame again
         await pilot.pause()
         assert not screen.query_one("#hex-box2").display
+
+
+def _error_codes(v, out: list) -> list:
+    """Every non-zero ``*error_code`` of a decoded body (dicts and lists)."""
+    if isinstance(v, dict):
+        for k, x in v.items():
+            if k.endswith("error_code") and isinstance(x, int) and x:
+                out.append(x)
+            else:
+                _error_codes(x, out)
+    elif isinstance(v, list):
+        for x in v:
+            _error_codes(x, out)
+    return out
+
+
+async def test_exchanges_show_error_counts():
+    """Err: the response's non-zero error codes; Errors: NAME×count when a name repeats
+    (checked against the fully decoded response of every exchange with errors)."""
+    app = make_app(ERR)
+    async with app.run_test(size=(200, 40)) as pilot:
+        await wait_loaded(pilot)
+        p = pane(app)
+        keys = [c.key for c in p.table.columns]
+        repeated = 0
+        for i, r in enumerate(p.view):
+            info = app.store.row(r)
+            if not info.errors:
+                continue
+            cells = p.table.model.cells(i)
+            detail = app.decode_row(info)
+            body = detail.exchange.response.body
+            names = [app.source.pipeline.defs.error_name(c) for c in _error_codes(body, [])]
+            # a name the body does not show (an error response decoded another way) counts 1
+            per = {name: max(1, names.count(name)) for name in info.errors}
+            assert cells[keys.index("err_n")] == (str(sum(per.values())), "error"), info.row
+            text = cells[keys.index("errors")][0]
+            for name, n in per.items():
+                assert (f"{name}×{n}" in text) if n > 1 else (name in text and "×" not in
+                                                              text.split(name)[1][:1])
+                repeated += n > 1
+        assert repeated == 2                     # NOT_LEADER_OR_FOLLOWER×2, NOT_COORDINATOR×3
+        text = screen_text(app)
+        assert "Err" in text.splitlines()[4]
+        p.sort_by("err_n", True)
+        await settle(pilot, app)
+        assert app.store.columns["err_n"][p.view[0]] == 3

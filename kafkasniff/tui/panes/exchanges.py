@@ -248,7 +248,7 @@ class ExchangesPane(Vertical):
                 self._recompute(None)
                 return
             reverse = (not self.sort_reverse) if key == self.sort_key else \
-                key in ("latency", "bytes", "resp_bytes", "throttle", "records", "errors",
+                key in ("latency", "bytes", "resp_bytes", "throttle", "records", "errors", "err_n",
                         "issues")
             self.sort_by(key, reverse)
         self.app.push_screen(ChoiceScreen("Sort exchanges by (again: reverse)", opts,
@@ -263,7 +263,8 @@ class ExchangesPane(Vertical):
         key = event.key
         if key not in SORT_KEYS:
             return
-        reverse = not self.sort_reverse if key == self.sort_key else key in ("latency", "bytes")
+        reverse = not self.sort_reverse if key == self.sort_key else \
+            key in ("latency", "bytes", "err_n")
         self.sort_by(key, reverse)
 
     def action_toggle_follow(self) -> None:
