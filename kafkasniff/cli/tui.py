@@ -64,3 +64,9 @@ def tui_command(files, read_files, ports, detect, max_frame_bytes, definitions,
     app.run()
     if source.error:
         fail(str(source.error))
+    if app.return_code:
+        # the app crashed (Textual printed the traceback when it left the terminal): never
+        # exit 0 after a crash
+        click.echo("kafkasniff: error: the terminal UI stopped on an unexpected error "
+                   "(traceback above)", err=True)
+        sys.exit(app.return_code)

@@ -48,6 +48,7 @@ class StatRow(NamedTuple):
     request_bytes: int
     response_bytes: int
     statuses: tuple[tuple[str, int], ...]
+    p90_ns: int | None = None
 
 
 class ConnRow(NamedTuple):
@@ -141,7 +142,8 @@ def _stat_row(key: str, r: Row, span_s: float) -> StatRow:
     return StatRow(key, r.count, r.count / span_s if span_s > 0 else 0.0, r.error_exchanges,
                    tuple(r.errors.most_common()), r.quantile_ns(0.5), r.quantile_ns(0.99),
                    r.max_ns if paired else None, r.throttled, r.throttle_total_ms,
-                   r.request_bytes, r.response_bytes, tuple(r.statuses.most_common()))
+                   r.request_bytes, r.response_bytes, tuple(r.statuses.most_common()),
+                   p90_ns=r.quantile_ns(0.9))
 
 
 class _Timeline:
@@ -367,7 +369,8 @@ class Aggregates:
         if t is None:
             if len(self.topics) >= MAX_TOPICS:
                 return None
-            # exchanges, error_exchanges, Counter[(partition, error)], p_rec, p_bytes, f_rec, f_bytes
+            # exchanges, error_exchanges, Counter[(partition, error)], p_rec, p_bytes, f_rec,
+            # f_bytes
             t = self.topics[name] = [0, 0, Counter(), 0, 0, 0, 0]
         return t
 
@@ -398,6 +401,34 @@ class Aggregates:
             else:
                 t[5] += n
                 t[6] += loc.records.size_bytes
+
+    def error_counts(self, ex: Exchange) -> tuple[tuple[str, int], ...]:
+        """``((error name, occurrences), ...)`` of the exchange's response, in the order of
+        ``ex.errors``: how many non-zero error codes of each name the response carries (top
+        level, per topic, per partition, per resource). A name the walk does not find
+        (no definitions, a layout it cannot name) counts 1."""
+        names = ex.errors
+        if not names:
+            return ()
+        counts: dict[str, int] = {}
+        defs = self.defs
+        resp = ex.response
+        info = defs.apis.get(ex.api_key) if defs is not None and resp is not None \
+            and resp.body else None
+        if info is not None:
+            version = ex.assumed_version if ex.assumed_version is not None else \
+                ex.api_version
+            error_name = defs.error_name
+
+            def visit(tag, key, v, *rest):
+                if v:
+                    n = error_name(v)
+                    counts[n] = counts.get(n, 0) + 1
+            try:
+                _ERRORS.walk(defs.plan(info.response, version), resp.body, visit)
+            except Exception:  # noqa: BLE001 - a layout we cannot name: count 1 per name
+                counts = {}
+        return tuple((n, counts.get(n) or 1) for n in names)
 
     def _partition_errors(self, ex: Exchange) -> list[tuple[str, int | None, str]]:
         """(topic, partition, error name) of every non-zero error code under a topic."""

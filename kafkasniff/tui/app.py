@@ -80,25 +80,36 @@ HELP_GLOBAL = [("1 2 3 4 5 6", "Overview, Exchanges, Connections, Clients, Topic
 HELP_TABLE = [("↑ ↓ / j k", "move the cursor"), ("PgUp PgDn / space", "page"),
               ("Home End / g G", "first / last row"),
               ("Enter / double click", "open (detail, or the exchanges of this row)"),
-              ("click a header", "sort by that column (again: reverse)")]
+              ("s / click a header", "sort by a column (again: reverse); cursor to the top "
+                                     "(not in Issues)"),
+              ("r", "reverse the sort")]
 HELP_EXCHANGES = [("f", "filter dialog: API, client, broker, topic, status, errors, issues, "
                         "min latency"),
                   ("e", "errors only (toggle)"), ("i", "issues only (toggle)"),
-                  ("a", "only this row's API (toggle)"), ("c", "clear the filter"),
+                  ("a", "only this row's API (toggle)"),
+                  ("c", "clear the filter and the time range"),
+                  ("t", "time range: FROM..TO (UTC; empty: any time)"),
                   ("s", "sort by a column (same column again: reverse)"),
                   ("r", "reverse the sort"),
                   ("/", "incremental search (Enter keeps, Esc goes back)"),
                   ("n / N", "next / previous match"),
-                  ("F", "follow mode: stay on the newest exchange"),
+                  ("F", "follow mode: stay on the newest exchange (moving up leaves it, "
+                        "End takes it up again)"),
                   ("w", "save the filtered view (JSON Lines or Parquet)"),
                   ("y", "copy the exchange's JSON (clipboard and a file)"),
                   ("Enter", "detail of the exchange")]
 HELP_DETAIL = [("↑ ↓ ← → / Enter", "move in the tree, expand and collapse"),
                ("x", "hex view: request / response frame"),
+               ("b", "request and response bytes side by side (again: one frame)"),
                ("[ ] / p n", "previous / next exchange of the view"),
-               ("y", "copy the exchange's JSON"), ("tab", "tree / hex view"),
+               ("y", "copy the exchange's JSON"), ("tab / shift+tab", "tree / hex view"),
                ("Esc / q", "back to the table")]
-HELP_OTHER = [("Overview: Enter", "the exchanges of the API under the cursor"),
+HELP_OTHER = [("Overview: tab to the bars, ← →, Enter",
+               "the exchanges of a time bucket (or click a bar)"),
+              ("Overview: Enter", "the exchanges of the API, broker or client under the cursor"),
+              ("Overview: h", "show the latency histogram (the bottom of the view)"),
+              ("Overview: ctrl+up ctrl+down", "scroll the view"),
+              ("Overview: ctrl+home ctrl+end", "top / bottom of the view"),
               ("Connections: Enter", "the exchanges of the connection (its two endpoints)"),
               ("Clients: Enter", "the exchanges of that client_id"),
               ("Topics: Enter", "the exchanges touching that topic"),
@@ -211,26 +222,58 @@ class KafkaSniffApp(App):
         self._status()
 
     def _status(self) -> None:
+        """The status line: title, progress, counters. What does not fit the width is cut
+        from the title (the source's ``short_title`` instead, e.g. ``first.pcap +2 files``,
+        then cut at its end) and the packet count, never from the progress and the exchange
+        and issue counters."""
         p = self.progress
-        text = Text()
-        text.append("kafkasniff ", style="bold")
-        text.append(self.source.title or "")
-        text.append("  ")
+        width = max(20, self.size.width - 2)
+        prog = Text()
         if p.live:
-            text.append("● live", style="bold green")
+            prog.append("● live", style="bold green")
         elif p.finished:
-            text.append(bar(1.0, 12) + " done ", style="green")
+            prog.append(bar(1.0, 12) + " done ", style="green")
         else:
             frac = p.fraction
-            text.append(bar(frac, 12))
-            text.append(f" {frac * 100:.0f}% loading " if frac is not None else " loading ")
-        text.append(f"  {len(self.store):,} exchanges  {fmt_count(p.packets)} packets")
+            prog.append(bar(frac, 12))
+            prog.append(f" {frac * 100:.0f}% loading " if frac is not None else " loading ")
+        exchanges = Text(f"  {len(self.store):,} exchanges")
+        packets = Text(f"  {fmt_count(p.packets)} packets")
+        tail = Text()
         n_iss = len(self.store.issues) + self.store.issues_dropped
         if n_iss:
-            text.append(f"  {n_iss:,} issues", style="yellow")
+            tail.append(f"  {n_iss:,} issues", style="yellow")
         if p.error:
-            text.append(f"  error: {p.error}", style="bold red")
+            tail.append(f"  error: {p.error}", style="bold red")
+        room = width - prog.cell_len - exchanges.cell_len - tail.cell_len - 2
+        show_packets = room - packets.cell_len >= 16     # the title keeps 16 cells or more
+        if show_packets:
+            room -= packets.cell_len
+        text = Text()
+        title = self.source.title or ""
+        if room >= len("kafkasniff ") + len(title):
+            text.append("kafkasniff ", style="bold")
+        elif title:
+            title = getattr(self.source, "short_title", "") or title
+            suffix = ""
+            if title.endswith(" files") and " +" in title:      # first.pcap +2 files
+                title, plus, rest = title.rpartition(" +")
+                suffix = plus + rest
+            if len(title) + len(suffix) > room:
+                keep = room - len(suffix) - 1
+                title = title[:keep] + "…" if keep > 0 else ""
+            title += suffix
+        text.append(title)
+        text.append("  ")
+        text.append_text(prog)
+        text.append_text(exchanges)
+        if show_packets:
+            text.append_text(packets)
+        text.append_text(tail)
         self.query_one("#status", Static).update(text)
+
+    def on_resize(self, event) -> None:
+        self._status()
 
     def _refresh_active(self) -> None:
         tab = self.query_one(TabbedContent).active
@@ -282,6 +325,13 @@ class KafkaSniffApp(App):
         pane = self.exchanges_pane()
         self.query_one(TabbedContent).active = "exchanges"
         pane.set_filter(f, keep_row=None)
+        self._focus_tab("exchanges")
+
+    def jump_to_time_range(self, time_range: tuple[int, int] | None) -> None:
+        """Show the Exchanges view limited to ``[from_ns, to_ns)`` (the filter kept)."""
+        pane = self.exchanges_pane()
+        self.query_one(TabbedContent).active = "exchanges"
+        pane.set_time_range(time_range)
         self._focus_tab("exchanges")
 
     def open_from_table(self, kind: str, row) -> None:

@@ -121,8 +121,10 @@ class _Side:
 
 
 def _body_spans(side: _Side, payload: bytes) -> None:
-    """Field spans from the lenient walker over the body's plan, then record batch spans;
-    ``side.stopped`` is where the walker stopped (payload offset)."""
+    """Field spans from the lenient walker over the body's plan, then record batch spans
+    and, in uncompressed magic 2 batches, record spans (records inside compressed data have
+    no bytes of their own in the frame: they highlight their batch); ``side.stopped`` is
+    where the walker stopped (payload offset)."""
     d = side.frame
     if d.plan is None:
         return
@@ -138,8 +140,47 @@ def _body_spans(side: _Side, payload: bytes) -> None:
             continue
         for i, b in enumerate(raw.decoded.batches):
             start = 4 + raw.offset + b.wire_offset
-            side.spans[f"{prefix}.body.{loc.field_path}.batches[{i}]"] = \
-                (start, start + b.batch_bytes)
+            bpath = f"{prefix}.body.{loc.field_path}.batches[{i}]"
+            side.spans[bpath] = (start, start + b.batch_bytes)
+            if b.magic == 2 and b.codec == "none" and b.records:
+                at = raw.offset + b.wire_offset          # in the payload (frame - 4)
+                for j, (a, z) in enumerate(record_spans(payload, at + V2_RECORDS_AT,
+                                                        at + b.batch_bytes,
+                                                        len(b.records))):
+                    side.spans[f"{bpath}.records[{j}]"] = (a + 4, z + 4)
+
+
+#: where the records of a magic 2 batch begin, from the batch's first byte: baseOffset 8,
+#: batchLength 4, partitionLeaderEpoch 4, magic 1, crc 4, attributes 2, lastOffsetDelta 4,
+#: baseTimestamp 8, maxTimestamp 8, producerId 8, producerEpoch 2, baseSequence 4,
+#: records count 4 (the RecordBatch layout of the Kafka protocol guide, KIP-98)
+V2_RECORDS_AT = 61
+
+
+def record_spans(data, pos: int, end: int, count: int) -> list[tuple[int, int]]:
+    """The ``(start, end)`` byte spans in ``data`` of the first ``count`` records of an
+    uncompressed magic 2 batch whose records begin at ``pos`` (and the batch ends at
+    ``end``): each record is a zigzag varint length (included in its span) and that many
+    bytes. Stops early, without raising, at a length that does not fit the batch."""
+    out: list[tuple[int, int]] = []
+    while len(out) < count and pos < end:
+        start = pos
+        shift = value = 0
+        while True:
+            if pos >= end or shift > 28:
+                return out
+            b = data[pos]
+            pos += 1
+            value |= (b & 0x7F) << shift
+            shift += 7
+            if not b & 0x80:
+                break
+        length = (value >> 1) ^ -(value & 1)
+        if length < 0 or pos + length > end:
+            return out
+        pos += length
+        out.append((start, pos))
+    return out
 
 
 def _secret_masks(side: _Side, api_key: int, size: int) -> None:

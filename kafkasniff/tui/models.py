@@ -16,8 +16,12 @@ from kafkasniff.tui.aggregates import ClientRow, ConnRow, StatRow, TopicRow
 from kafkasniff.tui.store import SummaryStore
 from kafkasniff.tui.widgets import Column
 
-STATUS_SHORT = {"paired": "ok", "no_response_expected": "no-resp", "unanswered": "unanswered",
-                "orphan_response": "orphan"}
+
+def status_cell(status: str, has_errors: bool) -> tuple[str, str]:
+    """The Status cell: the :class:`~kafkasniff.model.ExchangeStatus` value as every output
+    shows it, styled ``error`` when the response carried an error code, ``warning`` when
+    the exchange is not paired."""
+    return status, "error" if has_errors else "" if status == "paired" else "warning"
 
 
 def fmt_time(ts_ns: int) -> str:
@@ -40,6 +44,59 @@ def fmt_ms(ns: int | None) -> str:
     """Nanoseconds shown as milliseconds with 3 decimals, as ``read`` prints latencies
     (``-`` when unknown: ``None`` or negative)."""
     return format_ms(None if ns is not None and ns < 0 else ns)
+
+
+def parse_time(text: str, ref_ns: int) -> int:
+    """A time typed by the user, as ns since the epoch (UTC): ``YYYY-MM-DD HH:MM:SS[.f]``
+    (or with ``T``), or ``HH:MM:SS[.f]`` / ``HH:MM[.f]`` on the UTC date of ``ref_ns``.
+
+    Raises:
+        ValueError: not one of these forms.
+    """
+    import calendar
+    import re
+
+    m = re.fullmatch(r"\s*(?:(\d{4})-(\d{2})-(\d{2})[ T])?(\d{1,2}):(\d{2})(?::(\d{2}))?"
+                     r"(?:\.(\d{1,9}))?\s*", text)
+    if m is None:
+        raise ValueError(f"not a time: {text.strip()!r} (HH:MM:SS[.ffffff] or "
+                         f"YYYY-MM-DD HH:MM:SS[.ffffff], UTC)")
+    y, mo, d, hh, mm, ss, frac = m.groups()
+    if y is None:
+        ref = _time.gmtime(ref_ns // 1_000_000_000)
+        y, mo, d = ref.tm_year, ref.tm_mon, ref.tm_mday
+    hh, mm, ss = int(hh), int(mm), int(ss or 0)
+    if hh > 23 or mm > 59 or ss > 60:
+        raise ValueError(f"not a time: {text.strip()!r}")
+    sec = calendar.timegm((int(y), int(mo), int(d), hh, mm, ss, 0, 0, 0))
+    return sec * 1_000_000_000 + (int((frac or "0").ljust(9, "0")) if frac else 0)
+
+
+def parse_time_range(text: str, ref_ns: int) -> tuple[int, int] | None:
+    """``from..to`` typed by the user (either side may be empty: open), as ``(from_ns,
+    to_ns)`` for ``[from, to)``; ``None`` for an empty text (no range). Times as
+    :func:`parse_time` reads them.
+
+    Raises:
+        ValueError: no ``..``, a side that is not a time, or ``to`` not after ``from``.
+    """
+    text = text.strip()
+    if not text:
+        return None
+    if ".." not in text:
+        raise ValueError("a time range is FROM..TO (either side may be left out)")
+    a, _, b = text.partition("..")
+    lo = parse_time(a, ref_ns) if a.strip() else 0
+    hi = parse_time(b, ref_ns) if b.strip() else 1 << 62
+    if hi <= lo:
+        raise ValueError("the end of the range must come after its start")
+    return lo, hi
+
+
+def fmt_time_range(time_range: tuple[int, int]) -> str:
+    """``00:56:17.000000..00:56:18.000000`` (an open side left empty)."""
+    lo, hi = time_range
+    return (fmt_time(lo) if lo > 0 else "") + ".." + (fmt_time(hi) if hi < 1 << 62 else "")
 
 
 def fmt_bytes(n: float) -> str:
@@ -69,18 +126,24 @@ def api_label(name: str, version: int) -> str:
 
 # ------------------------------------------------------------------------------------ exchanges
 
+#: The Exchanges view's columns. At 80 columns: time, API, latency, status and errors (status
+#: outlives client_id and the endpoints); errors grow to 22 cells (NOT_LEADER_OR_FOLLOWER)
+#: before the less important columns are placed, and the spare width goes to errors first
+#: (weight 3, up to 80 cells) and to topics. ``Err`` counts the non-zero error codes of the
+#: response, Errors names them (``NAME×count`` when a name occurs more than once).
 EXCHANGE_COLUMNS = [
     Column("time", "Time (UTC)", 15, priority=0),
     Column("api", "API", 18, priority=0),
-    Column("corr", "Corr", 6, "right", priority=3),
-    Column("client_id", "Client id", 16, priority=1),
-    Column("client", "Client → broker", 34, priority=5),
+    Column("corr", "Corr", 6, "right", priority=4),
+    Column("client_id", "Client id", 16, priority=2),
+    Column("client", "Client → broker", 34, priority=3),
     Column("latency", "Latency", 11, "right", priority=0),
-    Column("status", "Status", 10, priority=2),
-    Column("errors", "Errors", 16, priority=0),
+    Column("status", "Status", 10, priority=0),
+    Column("err_n", "Err", 4, "right", priority=2),
+    Column("errors", "Errors", 14, priority=0, flex=3, max_width=80, grow_to=22),
     Column("throttle", "Thr ms", 6, "right", priority=4),
     Column("bytes", "Req/resp B", 13, "right", priority=4),
-    Column("topics", "Topics", 14, priority=2, flex=True),
+    Column("topics", "Topics", 14, priority=2, flex=1),
     Column("records", "Records", 16, priority=6),
     Column("issues", "Issues", 16, priority=3),
 ]
@@ -106,6 +169,7 @@ class ExchangeModel:
         cid = t.client_ids.items[c["client_id"][r]]
         status = STATUSES[c["status"][r]]
         errors = tup[c["errors"][r]]
+        labels = tup[c["err_counts"][r]] or errors        # NAME×count when some count > 1
         thr = c["throttle"][r]
         topics = tup[c["topics"][r]]
         nrec = c["records"][r]
@@ -123,8 +187,9 @@ class ExchangeModel:
             cid if cid is not None else "-",
             f"{t.endpoints.items[c['client'][r]]} → {t.endpoints.items[c['broker'][r]]}",
             fmt_ms(c["latency"][r]),
-            (STATUS_SHORT[status], "" if status == "paired" else "warning"),
-            (",".join(errors), "error") if errors else "",
+            status_cell(status, bool(errors)),
+            (str(c["err_n"][r]), "error") if errors else "",
+            (", ".join(labels), "error") if errors else "",
             (str(thr), "warning" if thr > 0 else "dim") if thr >= 0 else "",
             f"{c['req_bytes'][r]}/{c['resp_bytes'][r]}",
             ",".join(topics),
@@ -136,15 +201,26 @@ class ExchangeModel:
 
 # ------------------------------------------------------------------------------------ stat rows
 
-def stat_columns(first: str, width: int = 20) -> list[Column]:
+def error_counts(errors) -> str:
+    """``NOT_LEADER_OR_FOLLOWER×3, REQUEST_TIMED_OUT×1``: error names with the number of
+    exchanges whose response carried each (most frequent first)."""
+    return ", ".join(f"{name}×{n}" for name, n in errors)
+
+
+def stat_columns(first: str, width: int = 20, max_width: int = 40) -> list[Column]:
     """The columns of a :class:`StatRow` table; ``first`` labels the key column (API,
-    broker, client id) of ``width`` cells."""
+    broker, client id) of ``width`` cells, growing to ``max_width`` when there is room; the
+    rest of the spare width goes to the error names (``NAME×count``). ``Err`` counts the
+    exchanges with an error code; latencies are p50, p90, p99 and max of the paired
+    exchanges."""
     return [
-        Column("key", first, width, priority=0, flex=True),
+        Column("key", first, width, priority=0, flex=1, max_width=max_width),
         Column("count", "Count", 9, "right", priority=0),
         Column("rate", "Rate", 9, "right", priority=2),
-        Column("errors", "Errors", 22, priority=1),
+        Column("errors", "Err", 6, "right", priority=1),
+        Column("error_names", "Errors", 22, priority=1, flex=4),
         Column("p50", "p50", 10, "right", priority=1),
+        Column("p90", "p90", 10, "right", priority=3),
         Column("p99", "p99", 10, "right", priority=0),
         Column("max", "Max", 10, "right", priority=3),
         Column("throttled", "Throttled", 9, "right", priority=3),
@@ -153,9 +229,14 @@ def stat_columns(first: str, width: int = 20) -> list[Column]:
     ]
 
 
+#: how many columns of :func:`stat_columns` the Overview's brokers and clients panels show
+STAT_PANEL_COLUMNS = 8
+
 STAT_SORT = {
     "key": lambda r: r.key.lower(), "count": lambda r: r.count, "rate": lambda r: r.rate_per_s,
-    "errors": lambda r: r.error_exchanges, "p50": lambda r: r.p50_ns or -1,
+    "errors": lambda r: r.error_exchanges,
+    "error_names": lambda r: (r.errors[0][1] if r.errors else 0, r.error_exchanges),
+    "p50": lambda r: r.p50_ns or -1, "p90": lambda r: r.p90_ns or -1,
     "p99": lambda r: r.p99_ns or -1, "max": lambda r: r.max_ns or -1,
     "throttled": lambda r: r.throttled, "throttle_total": lambda r: r.throttle_total_ms,
     "bytes": lambda r: r.request_bytes + r.response_bytes,
@@ -164,9 +245,11 @@ STAT_SORT = {
 
 def stat_cells(r: StatRow) -> tuple:
     """The cells of a :class:`StatRow` in the order of :func:`stat_columns`."""
-    errs = ", ".join(f"{name} {n}" for name, n in r.errors)
-    return (r.key, fmt_count(r.count), fmt_rate(r.rate_per_s), (errs, "error") if errs else "",
-            fmt_ms(r.p50_ns), fmt_ms(r.p99_ns), fmt_ms(r.max_ns),
+    errs = error_counts(r.errors)
+    return (r.key, fmt_count(r.count), fmt_rate(r.rate_per_s),
+            (fmt_count(r.error_exchanges), "error") if r.error_exchanges else "0",
+            (errs, "error") if errs else "",
+            fmt_ms(r.p50_ns), fmt_ms(r.p90_ns), fmt_ms(r.p99_ns), fmt_ms(r.max_ns),
             (fmt_count(r.throttled), "warning") if r.throttled else "0",
             f"{r.throttle_total_ms}ms",
             f"{fmt_bytes(r.request_bytes)}/{fmt_bytes(r.response_bytes)}")
@@ -195,10 +278,10 @@ class RowsModel:
 
 # ------------------------------------------------------------------------------------ clients
 
-CLIENT_COLUMNS = stat_columns("Client id", 20)[:4] + [
+CLIENT_COLUMNS = stat_columns("Client id", 20)[:5] + [
     Column("connections", "Conns", 6, "right", priority=2),
     Column("hosts", "Hosts", 6, "right", priority=3),
-] + stat_columns("Client id", 20)[4:]
+] + stat_columns("Client id", 20)[5:]
 
 CLIENT_SORT = {**{k: (lambda f: lambda r: f(r.stats))(f) for k, f in STAT_SORT.items()},
                "connections": lambda r: r.connections, "hosts": lambda r: r.hosts}
@@ -207,7 +290,7 @@ CLIENT_SORT = {**{k: (lambda f: lambda r: f(r.stats))(f) for k, f in STAT_SORT.i
 def client_cells(r: ClientRow) -> tuple:
     """The cells of a :class:`ClientRow` in the order of :data:`CLIENT_COLUMNS`."""
     s = stat_cells(r.stats)
-    return s[:4] + (fmt_count(r.connections), fmt_count(r.hosts)) + s[4:]
+    return s[:5] + (fmt_count(r.connections), fmt_count(r.hosts)) + s[5:]
 
 
 # ------------------------------------------------------------------------------------ connections
@@ -253,10 +336,10 @@ def conn_cells(r: ConnRow) -> tuple:
 # ------------------------------------------------------------------------------------ topics
 
 TOPIC_COLUMNS = [
-    Column("topic", "Topic", 20, priority=0, flex=True),
+    Column("topic", "Topic", 20, priority=0, flex=1, max_width=40),
     Column("exchanges", "Exch", 7, "right", priority=0),
     Column("errors", "Err exch", 8, "right", priority=1),
-    Column("partition_errors", "Partition errors", 30, priority=0),
+    Column("partition_errors", "Partition errors", 30, priority=0, flex=4),
     Column("produce", "Produce rec/bytes", 18, "right", priority=1),
     Column("produce_rate", "Produce B/s", 11, "right", priority=2),
     Column("fetch", "Fetch rec/bytes", 18, "right", priority=1),

@@ -1,4 +1,5 @@
-"""Screens pushed over the main one: detail of an exchange, help, filter, sort, save."""
+"""Screens pushed over the main one: detail of an exchange, help, filter, time range, sort,
+save."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import TYPE_CHECKING
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
+from textual.await_complete import AwaitComplete
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen, Screen
@@ -32,7 +34,13 @@ from kafkasniff.output.render import batch_to_dict, records_summary_line
 from kafkasniff.output.values import describe_bytes, short
 from kafkasniff.protocol.primitives import RawRecords
 from kafkasniff.tui.detail import Detail, parent_path
-from kafkasniff.tui.models import api_label, fmt_date_time, fmt_ms
+from kafkasniff.tui.models import (
+    api_label,
+    fmt_date_time,
+    fmt_ms,
+    fmt_time_range,
+    parse_time_range,
+)
 from kafkasniff.tui.widgets import HexView
 
 if TYPE_CHECKING:
@@ -314,10 +322,13 @@ class DetailScreen(Screen):
     BINDINGS = [
         Binding("escape,q", "close", "Back"),
         Binding("x", "switch_frame", "Req/resp bytes"),
+        Binding("b", "toggle_both", "Side by side"),
         Binding("y", "copy_json", "Copy JSON"),
         Binding("left_square_bracket,p", "step(-1)", "Previous"),
         Binding("right_square_bracket,n", "step(1)", "Next"),
-        Binding("tab", "focus_next", "Tree/hex", show=False),
+        # a screen has no action_focus_next (the app has): the binding named one that did
+        # not exist and swallowed Tab
+        Binding("tab,shift+tab", "toggle_focus", "Tree/hex", show=False),
     ]
 
     DEFAULT_CSS = """
@@ -330,6 +341,14 @@ class DetailScreen(Screen):
     DetailScreen #hex-box:focus-within { border: round $accent; }
     DetailScreen #hex-title { height: 1; color: $text-muted; }
     DetailScreen.wide #hex-box { width: 80; }
+    DetailScreen.narrow #hex-box { width: 45; }
+    DetailScreen #hex-box2 { display: none; width: 1fr; height: 1fr;
+        border: round $primary 50%; }
+    DetailScreen #hex-box2:focus-within { border: round $accent; }
+    DetailScreen #hex-title2 { height: 1; color: $text-muted; }
+    DetailScreen.both #hex-box2 { display: block; }
+    DetailScreen.both #hex-box { width: 1fr; }
+    DetailScreen.both.narrow Tree { width: 20; }
     """
 
     def __init__(self, app_ref, view_rows, index: int) -> None:
@@ -340,6 +359,7 @@ class DetailScreen(Screen):
         self.detail: Detail | None = None
         self.info = None
         self.side = "request"
+        self.both = False
 
     def compose(self) -> ComposeResult:
         yield Static("", id="detail-title")
@@ -351,6 +371,9 @@ class DetailScreen(Screen):
             with Vertical(id="hex-box"):
                 yield Static("", id="hex-title")
                 yield HexView(id="hex")
+            with Vertical(id="hex-box2"):          # the response, side by side (b)
+                yield Static("", id="hex-title2")
+                yield HexView(id="hex2")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -358,7 +381,10 @@ class DetailScreen(Screen):
         self._load()
 
     def on_resize(self, event) -> None:
+        # wide: 16 bytes per line; narrow (below 100 columns): the 45 cells a line of 8
+        # bytes needs with its text column, its borders and a scroll bar
         self.set_class(self.size.width >= 150, "wide")
+        self.set_class(self.size.width < 100, "narrow")
 
     def _title(self, info: "RowInfo", suffix: str = "") -> None:
         self.query_one("#detail-title", Static).update(
@@ -388,17 +414,28 @@ class DetailScreen(Screen):
         self._show_frame(self.side, None)
 
     def _show_frame(self, side: str, span) -> None:
-        hexv = self.query_one(HexView)
+        if self.both:
+            # request on the left, response on the right; the selected field's side lit
+            self.side = side
+            for s, hex_id, title_id in (("request", "#hex", "#hex-title"),
+                                        ("response", "#hex2", "#hex-title2")):
+                self._fill_hex(s, span if s == side else None, hex_id, title_id)
+            return
+        self._fill_hex(side, span, "#hex", "#hex-title")
+
+    def _fill_hex(self, side: str, span, hex_id: str, title_id: str) -> None:
+        hexv = self.query_one(hex_id, HexView)
         detail = self.detail
         frame = detail.frames.get(side) if detail else None
-        title = self.query_one("#hex-title", Static)
+        title = self.query_one(title_id, Static)
         if frame is None or frame.data is None:
             hexv.show(None)
             note = detail.note if detail and detail.note else "no bytes"
             title.update(f" {side}: {note}")
             return
-        if side != self.side or hexv.data is not frame.data:
+        if hex_id == "#hex" and not self.both:
             self.side = side
+        if hexv.data is not frame.data:
             hexv.show(frame.data, frame.masked, frame.missing, span)
         hexv.set_highlight(span)
         extra = f", {len(frame.masked)} secret range(s) hidden" if frame.masked else ""
@@ -418,10 +455,30 @@ class DetailScreen(Screen):
             self._show_frame(side, span)
 
     def action_close(self) -> None:
-        self.app.pop_screen()
+        if self.app.screen is self:      # Esc twice quickly: the second one has no screen
+            self.app.pop_screen()
+
+    def action_toggle_focus(self) -> None:
+        """Tab / Shift+Tab: the tree, the hex view (side by side: the request's, then the
+        response's), in turn."""
+        order = [self.query_one(Tree), self.query_one("#hex", HexView)]
+        if self.both:
+            order.append(self.query_one("#hex2", HexView))
+        k = next((i for i, w in enumerate(order) if w.has_focus), -1)
+        order[(k + 1) % len(order)].focus()
+
+    def action_toggle_both(self) -> None:
+        """``b``: request and response frames side by side (again: one frame, ``x``
+        switches)."""
+        self.both = not self.both
+        self.set_class(self.both, "both")
+        if self.detail is not None:
+            node = self.query_one(Tree).cursor_node
+            side, span = span_for(self.detail, node.data if node is not None else None)
+            self._show_frame(side or self.side, span)
 
     def action_switch_frame(self) -> None:
-        if self.detail is None:
+        if self.detail is None or self.both:
             return
         other = "response" if self.side == "request" else "request"
         if other in self.detail.frames:
@@ -440,9 +497,29 @@ class DetailScreen(Screen):
             self.app_ref.copy_exchange_json(self.detail.exchange, self.info.row)
 
 
+# ------------------------------------------------------------------------------------ dialogs
+
+class Dialog(ModalScreen):
+    """A modal screen that is dismissed at most once.
+
+    Keys typed quickly (Enter twice in a dialog) are queued before the first one's dismissal
+    has popped the screen: Textual's :meth:`~textual.screen.Screen.dismiss` would then call
+    the result callback again and pop the screen below (``ScreenStackError`` when that is the
+    last one). Here a second dismissal, or one of a screen that is no longer on top, does
+    nothing."""
+
+    _ks_dismissed = False
+
+    def dismiss(self, result=None) -> AwaitComplete:
+        if self._ks_dismissed or self.app.screen is not self:
+            return AwaitComplete.nothing()
+        self._ks_dismissed = True
+        return super().dismiss(result)
+
+
 # ------------------------------------------------------------------------------------ help
 
-class HelpScreen(ModalScreen):
+class HelpScreen(Dialog):
     """Every key binding, by view."""
 
     BINDINGS = [Binding("escape,q,question_mark", "dismiss", "Close")]
@@ -472,7 +549,7 @@ class HelpScreen(ModalScreen):
 
 # ------------------------------------------------------------------------------------ filter
 
-class FilterScreen(ModalScreen[Filter | None]):
+class FilterScreen(Dialog):
     """Edit the exchanges filter."""
 
     BINDINGS = [Binding("escape", "cancel", "Cancel")]
@@ -552,9 +629,55 @@ class FilterScreen(ModalScreen[Filter | None]):
         self.dismiss(None)
 
 
+# ------------------------------------------------------------------------------------ time
+
+class TimeRangeScreen(Dialog):
+    """Type a time range ``from..to`` for the Exchanges view. Dismissed with ``("set",
+    (from_ns, to_ns))``, ``("set", None)`` (an empty text: any time) or ``None`` (Esc)."""
+
+    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+
+    DEFAULT_CSS = """
+    TimeRangeScreen { align: center middle; }
+    TimeRangeScreen > Vertical { width: 70; height: auto; border: round $accent;
+        background: $surface; padding: 0 1; }
+    TimeRangeScreen Input { width: 100%; }
+    TimeRangeScreen #t-error { color: $error; height: auto; }
+    """
+
+    def __init__(self, current: tuple[int, int] | None, ref_ns: int) -> None:
+        super().__init__()
+        self.current = current
+        self.ref_ns = ref_ns
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Static("Time range FROM..TO, UTC: HH:MM:SS[.ffffff] on the capture's "
+                         "date, or YYYY-MM-DD HH:MM:SS[.ffffff]; a side left out is open; "
+                         "empty: any time")
+            yield Input(fmt_time_range(self.current) if self.current else "", id="t-range",
+                        placeholder="00:56:17..00:56:18.5")
+            yield Static("", id="t-error")
+
+    def on_mount(self) -> None:
+        self.query_one("#t-range", Input).focus()
+
+    @on(Input.Submitted)
+    def _submitted(self, event: Input.Submitted) -> None:
+        try:
+            rng = parse_time_range(event.value, self.ref_ns)
+        except ValueError as exc:
+            self.query_one("#t-error", Static).update(str(exc))
+            return
+        self.dismiss(("set", rng))
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
 # ------------------------------------------------------------------------------------ sort
 
-class ChoiceScreen(ModalScreen[str | None]):
+class ChoiceScreen(Dialog):
     """Pick one of a few options (sort column)."""
 
     BINDINGS = [Binding("escape", "cancel", "Cancel")]
@@ -594,7 +717,7 @@ class ChoiceScreen(ModalScreen[str | None]):
 
 # ------------------------------------------------------------------------------------ save
 
-class SaveScreen(ModalScreen[tuple[str, str] | None]):
+class SaveScreen(Dialog):
     """Where and how to save the current view."""
 
     BINDINGS = [Binding("escape", "cancel", "Cancel")]

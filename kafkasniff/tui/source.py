@@ -97,6 +97,9 @@ class DataSource:
 
     Attributes:
         title: shown in the header (file names, interface).
+        short_title: what the header shows instead when ``title`` does not fit the width
+            (``""``: ``title``, cut at its end); the progress and the counters are never
+            given up for the title.
         live: live traffic (follow mode on by default, no progress bar).
         tables: the interned tables the chunks refer to (give them to the
             :class:`~kafkasniff.tui.store.SummaryStore`).
@@ -104,6 +107,7 @@ class DataSource:
     """
 
     title = ""
+    short_title = ""
     live = False
     show_secrets = False
 
@@ -267,8 +271,10 @@ class FileSource(ThreadedSource):
         self.show_secrets = self.options.show_secrets
         self.checkpoint_every = checkpoint_every
         self.interval_s = interval_s
-        self.title = " ".join(os.path.basename(s) if s != "-" else "<stdin>"
-                              for s in self.sources)
+        names = [os.path.basename(s) if s != "-" else "<stdin>" for s in self.sources]
+        self.title = " ".join(names)
+        if len(names) > 1:
+            self.short_title = f"{names[0]} +{len(names) - 1} files"
         self.index = CaptureIndex()
         self.finder = FrameFinder(self.index)
         self.pipeline = None
@@ -295,7 +301,7 @@ class FileSource(ThreadedSource):
         pipe = Pipeline(self.options)
         self.pipeline = pipe
         agg = Aggregates(pipe.topics, pipe.defs)
-        builder = SummaryBuilder(self.tables)
+        builder = SummaryBuilder(self.tables, error_counts=agg.error_counts)
         # kept beyond the thread: freeing them all at its end would hold the GIL (and pause
         # the UI) for a noticeable moment
         self.aggregates, self.builder = agg, builder

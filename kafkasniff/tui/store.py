@@ -117,7 +117,7 @@ COLUMNS = {
     "latency": "q", "req_bytes": "i", "resp_bytes": "i", "errors": "I", "throttle": "i",
     "topics": "I", "records": "i", "batches": "i", "rec_info": "I", "issues": "I",
     "severity": "b", "req_seq": "q", "resp_seq": "q", "resp_ts": "q", "req_off": "q",
-    "resp_off": "q", "flags": "B",
+    "resp_off": "q", "flags": "B", "err_n": "H", "err_counts": "I",
 }
 
 
@@ -196,10 +196,15 @@ class SummaryBuilder:
             because they carry no TCP sequence number (Kafka 0.7 frames; raw SASL tokens on
             a connection whose other frames did not teach the sequence base; frames
             decrypted from TLS, which are plaintext, not TCP, bytes).
+        error_counts: ``exchange -> ((error name, occurrences), ...)`` (e.g.
+            :meth:`kafkasniff.tui.aggregates.Aggregates.error_counts`) for the ``err_n``
+            column and the ``NAME×count`` labels; without it each distinct name counts 1.
     """
 
-    def __init__(self, tables: Tables, keep_unlocatable: bool = True) -> None:
+    def __init__(self, tables: Tables, keep_unlocatable: bool = True,
+                 error_counts=None) -> None:
         self.tables = tables
+        self.error_counts = error_counts
         self.chunk = SummaryChunk()
         self.keep_unlocatable = keep_unlocatable
         self.kept = 0
@@ -242,7 +247,17 @@ class SummaryBuilder:
         c["req_bytes"].append(req.frame_bytes if req is not None else 0)
         c["resp_bytes"].append(resp.frame_bytes if resp is not None else 0)
         tup = t.tuples.id
-        c["errors"].append(tup(ex.errors) if ex.errors else 0)
+        if ex.errors:
+            c["errors"].append(tup(ex.errors))
+            counts = self.error_counts(ex) if self.error_counts is not None else \
+                tuple((n, 1) for n in ex.errors)
+            c["err_n"].append(min(65535, sum(n for _, n in counts)))
+            c["err_counts"].append(tup(tuple(f"{name}×{n}" for name, n in counts))
+                                   if any(n > 1 for _, n in counts) else 0)
+        else:
+            c["errors"].append(0)
+            c["err_n"].append(0)
+            c["err_counts"].append(0)
         c["throttle"].append(ex.throttle_time_ms if ex.throttle_time_ms is not None else -1)
         c["topics"].append(tup(ex.topics) if ex.topics else 0)
         r = ex.records
@@ -427,6 +442,7 @@ SORT_KEYS = {
     "status": ("status", None), "errors": ("errors", "tuples"), "throttle": ("throttle", None),
     "bytes": ("req_bytes", None), "resp_bytes": ("resp_bytes", None),
     "topics": ("topics", "tuples"), "records": ("records", None), "issues": ("issues", "tuples"),
+    "err_n": ("err_n", None),
 }
 
 
@@ -567,11 +583,20 @@ class SummaryStore:
         it for rows arriving later (its id sets grow with the interned tables)."""
         return _Compiled(f, self.tables) if f.active else None
 
-    def filter_rows(self, compiled: _Compiled | None, start: int, end: int) -> array:
-        """Rows in ``[start, end)`` passing the compiled filter, as ``array('i')``."""
+    def filter_rows(self, compiled: _Compiled | None, start: int, end: int,
+                    time_range: tuple[int, int] | None = None) -> array:
+        """Rows in ``[start, end)`` passing the compiled filter, as ``array('i')``; with
+        ``time_range`` ``(from_ns, to_ns)`` only those whose request (or first frame) time
+        is in ``[from_ns, to_ns)`` (ns since the epoch)."""
         if compiled is None:
-            return array("i", range(start, end))
-        return array("i", compiled.rows(self.columns, start, end))
+            rows = array("i", range(start, end))
+        else:
+            rows = array("i", compiled.rows(self.columns, start, end))
+        if time_range is not None:
+            lo, hi = time_range
+            ts = self.columns["ts"]
+            rows = array("i", [r for r in rows if lo <= ts[r] < hi])
+        return rows
 
     def sort(self, view: array, key: str, reverse: bool = False) -> array:
         """``view`` sorted by one of :data:`SORT_KEYS`."""
@@ -581,8 +606,9 @@ class SummaryStore:
 
     def search_matcher(self, text: str):
         """A predicate ``row -> bool`` for incremental search: case-insensitive substring of
-        the API name, endpoints, client_id, topics, errors, issue kinds or status, or the
-        correlation id when ``text`` is a number."""
+        the API as the table shows it (``Produce v7``: name and version), endpoints,
+        client_id, topics, errors, issue kinds or status, or the correlation id when
+        ``text`` is a number."""
         text = text.strip().lower()
         t = self.tables
         c = self.columns
@@ -599,8 +625,23 @@ class SummaryStore:
                                                 c["client_id"], c["topics"], c["errors"],
                                                 c["issues"], c["status"], c["corr"])
 
+        cv = c["api_version"]
+        name_items = t.names.items
+        labels: dict[tuple[int, int], bool] = {}     # (name id, version) -> label matches
+        # a text that matches a label "Name vN" but not the name spans " v" (or is "vN")
+        by_label = "v" in text or text.endswith(" ")
+
+        def label(i: int) -> bool:
+            key = (cn[i], cv[i])
+            hit = labels.get(key)
+            if hit is None:
+                name, v = name_items[key[0]] or "", key[1]
+                hit = labels[key] = text in (name if v < 0 else f"{name} v{v}").lower()
+            return hit
+
         def match(i: int) -> bool:
             return (cn[i] in names or cc[i] in eps or cb[i] in eps or ci[i] in cids
                     or ct[i] in tuples or ce[i] in tuples or cs[i] in tuples
-                    or cst[i] in statuses or (corr is not None and cco[i] == corr))
+                    or cst[i] in statuses or (corr is not None and cco[i] == corr)
+                    or (by_label and label(i)))
         return match

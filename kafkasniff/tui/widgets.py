@@ -5,15 +5,17 @@
 cost does not depend on the number of rows (Textual's ``DataTable`` keeps every row as
 objects and renders from them: 100k rows already take seconds and hundreds of MB, see
 docs/tui.md). Columns have a priority: on a narrow terminal the least important ones are
-hidden rather than squeezed; one flexible column takes what is left.
+hidden rather than squeezed; the flexible columns share what is left.
 """
 
 from __future__ import annotations
 
+import time as _time
 from typing import NamedTuple, Protocol, Sequence
 
 from rich.segment import Segment
 from rich.style import Style
+from rich.text import Text
 from textual import events
 from textual.binding import Binding
 from textual.geometry import Size
@@ -21,6 +23,7 @@ from textual.message import Message
 from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
+from textual.widget import Widget
 
 
 class Column(NamedTuple):
@@ -29,11 +32,18 @@ class Column(NamedTuple):
     Attributes:
         key: identifier (also the sort key name, when sortable).
         label: header text.
-        width: width in cells (the minimum for the flexible column).
+        width: width in cells (the minimum for a flexible column).
         align: ``"left"`` or ``"right"``.
         priority: 0 is always shown; higher numbers are hidden first when space is short.
-        flex: takes the width left over (one column per table).
+        flex: a share of the width left over (an ``int`` weight; ``True`` is 1, ``False``
+            or 0 none). The spare cells are split between the flexible columns shown in
+            proportion to their weights; when no column is flexible the last one takes them.
         sortable: a header click asks to sort by it.
+        max_width: a flexible column grows no wider than this (0: no limit); what it cannot
+            take goes to the other flexible columns.
+        grow_to: a column grows to this width (when there is room) before the columns of
+            lower priority are placed (0: no such claim), e.g. error names before less
+            important columns take the width.
     """
 
     key: str
@@ -41,8 +51,10 @@ class Column(NamedTuple):
     width: int
     align: str = "left"
     priority: int = 0
-    flex: bool = False
+    flex: int = 0
     sortable: bool = True
+    max_width: int = 0
+    grow_to: int = 0
 
 
 class TableModel(Protocol):
@@ -72,11 +84,43 @@ def fit(text: str, width: int, align: str = "left") -> str:
     return text.rjust(width) if align == "right" else text.ljust(width)
 
 
+def share_spare(columns: Sequence[Column], spare: int,
+                widths: Sequence[int] | None = None) -> list[int]:
+    """The widths of ``columns`` (all shown, at ``widths``, default their ``width``) once
+    ``spare`` more cells are given out: to the flexible columns in proportion to their
+    ``flex`` weights, none beyond its ``max_width``; what no flexible column can take goes to
+    the last unlimited flexible column, or to the last column when there is none."""
+    widths = list(widths) if widths is not None else [c.width for c in columns]
+    open_ = [k for k, c in enumerate(columns) if c.flex]
+    while spare > 0 and open_:
+        total = sum(int(columns[k].flex) for k in open_)
+        given = 0
+        for n, k in enumerate(open_):
+            share = spare * int(columns[k].flex) // total
+            if n == 0:
+                share += spare - sum(spare * int(columns[j].flex) // total for j in open_)
+            cap = columns[k].max_width
+            if cap:
+                share = max(0, min(share, cap - widths[k]))
+            widths[k] += share
+            given += share
+        spare -= given
+        open_ = [k for k in open_ if not columns[k].max_width
+                 or widths[k] < columns[k].max_width]
+        if not given:
+            break
+    if spare > 0:
+        unlimited = [k for k, c in enumerate(columns) if c.flex and not c.max_width]
+        widths[unlimited[-1] if unlimited else len(columns) - 1] += spare
+    return widths
+
+
 class VirtualTable(ScrollView, can_focus=True):
     """A table over a model of any size; only the visible lines are rendered.
 
-    Messages: :class:`Highlighted` (cursor moved), :class:`Selected` (Enter or double
-    click), :class:`HeaderClicked` (a click on a sortable column's header).
+    Messages: :class:`Highlighted` (cursor moved), :class:`UserMoved` (moved by a key or a
+    click, not by the program), :class:`Selected` (Enter or double click),
+    :class:`HeaderClicked` (a click on a sortable column's header).
     """
 
     BINDINGS = [
@@ -124,6 +168,14 @@ class VirtualTable(ScrollView, can_focus=True):
 
     class Selected(Highlighted):
         """Row ``index`` of ``table`` was opened (Enter or double click)."""
+
+    class UserMoved(Highlighted):
+        """The user moved the cursor (keys or a click) from row ``previous`` to ``index``
+        (follow mode ends when that is upwards)."""
+
+        def __init__(self, table: "VirtualTable", index: int, previous: int) -> None:
+            super().__init__(table, index)
+            self.previous = previous
 
     class HeaderClicked(Message):
         """The header of the sortable column ``key`` of ``table`` was clicked."""
@@ -194,17 +246,22 @@ class VirtualTable(ScrollView, can_focus=True):
         self.post_message(self.Highlighted(self, new))
 
     # -------------------------------------------------------------- actions
+    def _user_move(self, index: int) -> None:
+        previous = self.cursor
+        self.move_to(index)
+        self.post_message(self.UserMoved(self, self.cursor, previous))
+
     def action_cursor(self, delta: int) -> None:
-        self.move_to(self.cursor + delta)
+        self._user_move(self.cursor + delta)
 
     def action_page(self, direction: int) -> None:
-        self.move_to(self.cursor + direction * self._body_height())
+        self._user_move(self.cursor + direction * self._body_height())
 
     def action_first(self) -> None:
-        self.move_to(0)
+        self._user_move(0)
 
     def action_last(self) -> None:
-        self.move_to(len(self.model) - 1)
+        self._user_move(len(self.model) - 1)
 
     def action_select(self) -> None:
         if len(self.model):
@@ -221,7 +278,7 @@ class VirtualTable(ScrollView, can_focus=True):
             return
         index = round(self.scroll_y) + offset.y - 1
         if 0 <= index < len(self.model):
-            self.move_to(index)
+            self._user_move(index)
             if event.chain >= 2:
                 self.post_message(self.Selected(self, index))
 
@@ -245,20 +302,26 @@ class VirtualTable(ScrollView, can_focus=True):
         if cache is not None and cache[0] == width:
             return cache[1]
         cols = self.columns
-        order = sorted(range(len(cols)), key=lambda i: (cols[i].priority, i))
-        chosen: set[int] = set()
+        chosen: dict[int, int] = {}          # column index -> width
         used = 0
-        for i in order:
-            need = cols[i].width + (1 if chosen else 0)
-            if used + need <= width or not chosen:
-                chosen.add(i)
-                used += need
-        out = [(cols[i], cols[i].width, i) for i in range(len(cols)) if i in chosen]
+        for level in sorted({c.priority for c in cols}):
+            for i in range(len(cols)):
+                if cols[i].priority != level:
+                    continue
+                need = cols[i].width + (1 if chosen else 0)
+                if used + need <= width or not chosen:
+                    chosen[i] = cols[i].width
+                    used += need
+            for i, w in chosen.items():        # claims before lower priorities are placed
+                if cols[i].grow_to > w and used < width:
+                    add = min(cols[i].grow_to - w, width - used)
+                    chosen[i] += add
+                    used += add
+        out = [(cols[i], chosen[i], i) for i in range(len(cols)) if i in chosen]
         spare = width - used
-        if spare > 0:
-            flex = [k for k, (c, _, _) in enumerate(out) if c.flex] or [len(out) - 1]
-            k = flex[0]
-            out[k] = (out[k][0], out[k][1] + spare, out[k][2])
+        if spare > 0 and out:
+            widths = share_spare([c for c, _, _ in out], spare, [w for _, w, _ in out])
+            out = [(c, w, i) for (c, _, i), w in zip(out, widths)]
         self._col_layout = (width, out)
         return out
 
@@ -323,7 +386,8 @@ class VirtualTable(ScrollView, can_focus=True):
 # ------------------------------------------------------------------------------------ hex view
 
 class HexView(ScrollView, can_focus=True):
-    """A hex dump of one frame: offset, bytes, ASCII; 16 bytes per line (8 when narrow).
+    """A hex dump of one frame: offset, bytes, ASCII; 16 bytes per line (8 or 4 when the
+    widget is too narrow for a whole line of 16).
 
     ``highlight`` is a ``(start, end)`` byte range shown in reverse video (the selected field);
     masked ranges (secrets) are shown as ``**`` and their real bytes are never given to this
@@ -356,10 +420,24 @@ class HexView(ScrollView, can_focus=True):
         self.title = ""
 
     @property
+    def offset_digits(self) -> int:
+        """Hex digits of the offset column: 4 for frames up to 64 KiB, else 6."""
+        return 4 if len(self.data) <= 0x10000 else 6
+
+    def line_width(self, per: int) -> int:
+        """Cells of a dump line of ``per`` bytes: offset and 2 spaces, ``per`` bytes of 3
+        cells and the wider middle gap, then the ``|text|`` column."""
+        return self.offset_digits + 2 + 3 * per + 1 + per + 2
+
+    @property
     def per_line(self) -> int:
-        """Bytes per line: 16, or 8 when the widget is narrower than 76 cells."""
+        """Bytes per line: 16, 8 or 4, the most whose whole line (text column included)
+        fits the widget's width."""
         w = self.scrollable_content_region.width or 80
-        return 16 if w >= 76 else 8
+        for per in (16, 8):
+            if self.line_width(per) <= w:
+                return per
+        return 4
 
     def show(self, data: bytes | None, masked=(), missing=(), highlight=None) -> None:
         """Show a frame (``None``: nothing)."""
@@ -405,7 +483,7 @@ class HexView(ScrollView, can_focus=True):
         if start >= len(data):
             return []
         hi = self.highlight
-        out = [(f"{start:06x}  ", "offset")]
+        out = [(f"{start:0{self.offset_digits}x}  ", "offset")]
         ascii_parts = []
         for k in range(per):
             i = start + k
@@ -459,3 +537,165 @@ class HexView(ScrollView, can_focus=True):
             "missing": base + self.get_component_rich_style("hex--missing", partial=True),
         }
         return Strip([Segment(t, styles[k]) for t, k in parts]).adjust_cell_length(width, base)
+
+
+# ------------------------------------------------------------------------------------ time bars
+
+_EIGHTHS = " ▁▂▃▄▅▆▇█"
+
+
+def fit_values(values: Sequence[float], width: int) -> list[float]:
+    """``values`` (one per time bucket) on ``width`` columns: each column the largest value
+    of the buckets it covers (several buckets per column), or of the bucket it falls in
+    (a bucket spread over several columns)."""
+    n = len(values)
+    if not n or width <= 0:
+        return []
+    out = []
+    for j in range(width):
+        a = j * n // width
+        b = max(a + 1, (j + 1) * n // width)
+        out.append(max(values[a:b]))
+    return out
+
+
+def bar_rows(values: Sequence[float], width: int, height: int) -> list[str]:
+    """Vertical bars of ``values`` on ``height`` text rows (top row first), scaled from
+    zero to the largest value in eighths of a cell; a non-zero value is never drawn empty."""
+    cols = fit_values(values, width)
+    top = max(cols, default=0) or 1
+    levels = height * 8
+    heights = [0 if v <= 0 else max(1, round(v / top * levels)) for v in cols]
+    rows = []
+    for r in range(height):
+        floor = (height - 1 - r) * 8
+        rows.append("".join(_EIGHTHS[max(0, min(8, h - floor))] for h in heights))
+    return rows
+
+
+def time_axis(start_ns: int, end_ns: int, width: int) -> str:
+    """A ``width``-cell axis line: the UTC time of ``start_ns`` at the left, of ``end_ns``
+    at the right and, when there is room, of the middle (``HH:MM:SS``; with milliseconds
+    when the span is under 10 s)."""
+    def fmt(ns: int) -> str:
+        sec, rest = divmod(ns, 1_000_000_000)
+        t = _time.strftime("%H:%M:%S", _time.gmtime(sec))
+        return t + f".{rest // 1_000_000:03d}" if end_ns - start_ns < 10_000_000_000 else t
+    left, right = fmt(start_ns), fmt(end_ns)
+    if width < len(left) + len(right) + 1:
+        return left[:width].ljust(width)
+    line = left + " " * (width - len(left) - len(right)) + right
+    mid = fmt((start_ns + end_ns) // 2)
+    k = (width - len(mid)) // 2
+    if k > len(left) + 1 and k + len(mid) < width - len(right) - 1:
+        line = line[:k] + mid + line[k + len(mid):]
+    return line
+
+
+class TimeBars(Widget, can_focus=True):
+    """A value per time bucket as vertical bars from zero (the last line: a time axis).
+
+    :meth:`set_data` gives the values (one per bucket, oldest first, buckets of equal width)
+    and the time they cover (ns since the epoch); the bars take every line but the last.
+    A bucket can be picked: a click on its bars, or ``←`` ``→`` (the bucket under the
+    cursor is shown in reverse) and Enter when the widget has the focus; :class:`Picked`
+    gives its time range.
+    """
+
+    DEFAULT_CSS = """
+    TimeBars { height: 3; }
+    TimeBars > .tb--bar { color: $accent; }
+    TimeBars > .tb--axis { color: $text-muted; }
+    TimeBars > .tb--cursor { color: $text; background: $accent 40%; }
+    """
+
+    COMPONENT_CLASSES = {"tb--bar", "tb--axis", "tb--cursor"}
+
+    BINDINGS = [
+        Binding("left", "move(-1)", "Earlier", show=False),
+        Binding("right", "move(1)", "Later", show=False),
+        Binding("home", "move(-1000000)", "First", show=False),
+        Binding("end", "move(1000000)", "Last", show=False),
+        Binding("enter", "pick", "Exchanges of this time", show=False),
+    ]
+
+    class Picked(Message):
+        """Bucket(s) ``[start_ns, end_ns)`` of ``bars`` were picked (click or Enter)."""
+
+        def __init__(self, bars: "TimeBars", start_ns: int, end_ns: int) -> None:
+            super().__init__()
+            self.bars = bars
+            self.start_ns = start_ns
+            self.end_ns = end_ns
+
+        @property
+        def control(self) -> "TimeBars":
+            return self.bars
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.values: list[float] = []
+        self.start_ns = 0
+        self.end_ns = 0
+        self.cursor = 0
+
+    def set_data(self, values: Sequence[float], start_ns: int, end_ns: int) -> None:
+        """Show ``values`` (one per bucket) over ``start_ns`` .. ``end_ns``."""
+        if len(values) != len(self.values) and self.values:
+            self.cursor = self.cursor * len(values) // len(self.values)  # buckets merged
+        self.values = list(values)
+        self.start_ns, self.end_ns = start_ns, end_ns
+        self.cursor = max(0, min(self.cursor, len(self.values) - 1))
+        self.refresh()
+
+    def bucket_range(self, first: int, last: int) -> tuple[int, int]:
+        """``[start_ns, end_ns)`` of buckets ``first`` to ``last`` (inclusive)."""
+        n = max(1, len(self.values))
+        span = self.end_ns - self.start_ns
+        return (self.start_ns + span * first // n, self.start_ns + span * (last + 1) // n)
+
+    def _buckets_at(self, x: int) -> tuple[int, int]:
+        n, w = len(self.values), self.size.width
+        a = x * n // w
+        return a, max(a + 1, (x + 1) * n // w) - 1
+
+    def action_move(self, delta: int) -> None:
+        if self.values:
+            self.cursor = max(0, min(self.cursor + delta, len(self.values) - 1))
+            self.refresh()
+
+    def action_pick(self) -> None:
+        if self.values:
+            self.post_message(self.Picked(self, *self.bucket_range(self.cursor, self.cursor)))
+
+    def _on_click(self, event: events.Click) -> None:
+        if not self.values or self.size.width <= 0:
+            return
+        first, last = self._buckets_at(max(0, min(event.x, self.size.width - 1)))
+        self.cursor = first
+        self.refresh()
+        self.post_message(self.Picked(self, *self.bucket_range(first, last)))
+
+    def render(self) -> Text:
+        w, h = self.size.width, self.size.height
+        text = Text(no_wrap=True, overflow="crop")
+        if not self.values or w <= 0 or h < 2:
+            return text
+        bar = self.get_component_rich_style("tb--bar", partial=True)
+        axis = self.get_component_rich_style("tb--axis", partial=True)
+        lit = self.get_component_rich_style("tb--cursor", partial=True)
+        cols = [x for x in range(w) if self.has_focus
+                and self._buckets_at(x)[0] <= self.cursor <= self._buckets_at(x)[1]]
+        a, b = (cols[0], cols[-1] + 1) if cols else (w, w)
+        for row in bar_rows(self.values, w, h - 1):
+            text.append(row[:a], style=bar)
+            text.append(row[a:b], style=lit)
+            text.append(row[b:] + "\n", style=bar)
+        text.append(time_axis(self.start_ns, self.end_ns, w), style=axis)
+        return text
+
+    def on_focus(self) -> None:
+        self.refresh()
+
+    def on_blur(self) -> None:
+        self.refresh()

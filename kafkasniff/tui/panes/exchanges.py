@@ -17,8 +17,8 @@ from textual.containers import Vertical
 from textual.widgets import Input, Static
 
 from kafkasniff.output.filters import Filter
-from kafkasniff.tui.models import EXCHANGE_COLUMNS, ExchangeModel
-from kafkasniff.tui.screens import ChoiceScreen, DetailScreen, FilterScreen
+from kafkasniff.tui.models import EXCHANGE_COLUMNS, ExchangeModel, fmt_time_range
+from kafkasniff.tui.screens import ChoiceScreen, DetailScreen, FilterScreen, TimeRangeScreen
 from kafkasniff.tui.store import SORT_KEYS, SummaryStore
 from kafkasniff.tui.widgets import VirtualTable
 
@@ -32,6 +32,7 @@ class ExchangesPane(Vertical):
         Binding("i", "toggle_issues", "Issues only", show=False),
         Binding("a", "filter_api", "This API", show=False),
         Binding("c", "clear_filter", "Clear", show=False),
+        Binding("t", "edit_time_range", "Time range", show=False),
         Binding("s", "choose_sort", "Sort"),
         Binding("r", "reverse_sort", "Reverse", show=False),
         Binding("slash", "search", "Search"),
@@ -56,7 +57,10 @@ class ExchangesPane(Vertical):
         self.sort_key: str | None = None
         self.sort_reverse = False
         self.follow = bool(self.app.source.live)
-        self._last_filter = self.filter
+        self._follow_paused = False
+        self.time_range: tuple[int, int] | None = None
+        self._generation = 0
+        self._last_filter = (self.filter, None)
         self.search_text = ""
         self._search_origin = 0
         self._sort_dirty = False
@@ -71,7 +75,7 @@ class ExchangesPane(Vertical):
         """New rows arrived in the store."""
         if not len(new):
             return
-        add = self.store.filter_rows(self.compiled, new.start, new.stop)
+        add = self.store.filter_rows(self.compiled, new.start, new.stop, self.time_range)
         if add:
             self.view.extend(add)
             if self.sort_key is not None:
@@ -85,10 +89,12 @@ class ExchangesPane(Vertical):
         """Redraw the line above the table (counts, filter, sort, search, follow, busy)."""
         total = len(self.store)
         shown = len(self.view)
-        parts = [f"{shown:,} of {total:,} exchanges" if self.filter.active else
+        parts = [f"{shown:,} of {total:,} exchanges" if self.narrowed else
                  f"{total:,} exchanges"]
         if self.filter.active:
             parts.append("filter: " + self.filter.describe())
+        if self.time_range is not None:
+            parts.append("time: " + fmt_time_range(self.time_range))
         if self.sort_key:
             parts.append(f"sort: {self.sort_key} {'▼' if self.sort_reverse else '▲'}")
         if self.search_text:
@@ -104,6 +110,18 @@ class ExchangesPane(Vertical):
         c = self.table.cursor
         return self.view[c] if 0 <= c < len(self.view) else None
 
+    @property
+    def narrowed(self) -> bool:
+        """A filter or a time range may hide exchanges."""
+        return self.filter.active or self.time_range is not None
+
+    def set_time_range(self, time_range: tuple[int, int] | None,
+                       keep_row: int | None = None) -> None:
+        """Show only the exchanges whose time is in ``[from_ns, to_ns)`` (``None``: any
+        time), with the current filter (computed in a thread)."""
+        self.time_range = time_range
+        self._recompute(keep_row if keep_row is not None else self.current_row())
+
     def set_filter(self, f: Filter, keep_row: int | None = None) -> None:
         """Show the rows passing ``f`` (computed in a thread); the cursor stays on store row
         ``keep_row`` (default: the current row) when it passes."""
@@ -113,18 +131,21 @@ class ExchangesPane(Vertical):
 
     def _recompute(self, keep_row: int | None) -> None:
         """Filter and sort the whole store again (in a thread)."""
-        self._set_busy("sorting…" if self.filter == self._last_filter else "filtering…")
-        self._last_filter = self.filter
-        self._recompute_worker(keep_row)
+        self._set_busy("sorting…" if (self.filter, self.time_range) == self._last_filter
+                       else "filtering…")
+        self._last_filter = (self.filter, self.time_range)
+        self._generation += 1
+        self._recompute_worker(keep_row, self._generation)
 
     @work(thread=True, exclusive=True, group="exchanges-view")
-    def _recompute_worker(self, keep_row: int | None) -> None:
+    def _recompute_worker(self, keep_row: int | None, generation: int) -> None:
         """Filter and sort the whole store in a thread (a million rows take a moment)."""
         store = self.store
         compiled = self.compiled
+        time_range = self.time_range
         n = len(store)
         try:
-            view = store.filter_rows(compiled, 0, n)
+            view = store.filter_rows(compiled, 0, n, time_range)
             if self.sort_key is not None:
                 view = store.sort(view, self.sort_key, self.sort_reverse)
         except Exception as exc:  # noqa: BLE001 - a bug must not take the app down
@@ -132,14 +153,15 @@ class ExchangesPane(Vertical):
                                       severity="error")
             self.app.call_from_thread(self._set_busy, "")
             return
-        self.app.call_from_thread(self._install, view, n, compiled, keep_row)
+        self.app.call_from_thread(self._install, view, n, generation, keep_row)
 
-    def _install(self, view: array, n: int, compiled, keep_row: int | None) -> None:
-        if compiled is not self.compiled:
-            return  # a newer filter is being computed
+    def _install(self, view: array, n: int, generation: int, keep_row: int | None) -> None:
+        if generation != self._generation:
+            return  # a newer filter, time range or sort is being computed
         late = n < len(self.store)        # rows arrived while computing: appended unsorted
         if late:
-            view.extend(self.store.filter_rows(compiled, n, len(self.store)))
+            view.extend(self.store.filter_rows(self.compiled, n, len(self.store),
+                                               self.time_range))
         self.view = view
         self._sort_dirty = late and self.sort_key is not None
         self._busy = ""
@@ -164,10 +186,12 @@ class ExchangesPane(Vertical):
             self._recompute(self.current_row())
 
     def sort_by(self, key: str, reverse: bool) -> None:
-        """Sort the view by one of :data:`~kafkasniff.tui.store.SORT_KEYS` (in a thread)."""
+        """Sort the view by one of :data:`~kafkasniff.tui.store.SORT_KEYS` (in a thread);
+        the cursor goes to the first row (the top of the new order is what a sort is for;
+        in follow mode, the last)."""
         self.sort_key, self.sort_reverse = key, reverse
         self.table.sort_key, self.table.sort_reverse = key, reverse
-        self._recompute(self.current_row())
+        self._recompute(None)
 
     # -------------------------------------------------------------- actions
     def action_edit_filter(self) -> None:
@@ -194,7 +218,19 @@ class ExchangesPane(Vertical):
             self.set_filter(replace(self.filter, apis=(info.api_name,)), keep_row=row)
 
     def action_clear_filter(self) -> None:
+        self.time_range = None
         self.set_filter(Filter())
+
+    def action_edit_time_range(self) -> None:
+        """``t``: type a time range ``from..to`` (empty: any time)."""
+        store = self.store
+        ref = store.columns["ts"][0] if len(store) else 0
+
+        def done(result) -> None:
+            self.table.focus()
+            if result is not None:
+                self.set_time_range(result[1])
+        self.app.push_screen(TimeRangeScreen(self.time_range, ref), done)
 
     def action_choose_sort(self) -> None:
         labels = {c.key: c.label for c in EXCHANGE_COLUMNS}
@@ -209,10 +245,10 @@ class ExchangesPane(Vertical):
             if key == "":
                 self.sort_key = None
                 self.table.sort_key = None
-                self._recompute(self.current_row())
+                self._recompute(None)
                 return
             reverse = (not self.sort_reverse) if key == self.sort_key else \
-                key in ("latency", "bytes", "resp_bytes", "throttle", "records", "errors",
+                key in ("latency", "bytes", "resp_bytes", "throttle", "records", "errors", "err_n",
                         "issues")
             self.sort_by(key, reverse)
         self.app.push_screen(ChoiceScreen("Sort exchanges by (again: reverse)", opts,
@@ -227,14 +263,36 @@ class ExchangesPane(Vertical):
         key = event.key
         if key not in SORT_KEYS:
             return
-        reverse = not self.sort_reverse if key == self.sort_key else key in ("latency", "bytes")
+        reverse = not self.sort_reverse if key == self.sort_key else \
+            key in ("latency", "bytes", "err_n")
         self.sort_by(key, reverse)
 
     def action_toggle_follow(self) -> None:
         self.follow = not self.follow
+        self._follow_paused = False
         if self.follow and len(self.view):
             self.table.move_to(len(self.view) - 1)
         self.update_bar()
+
+    def _leave_follow(self) -> None:
+        """The user went elsewhere: follow mode stops pulling the cursor to the newest row
+        (End or ``F`` turn it on again)."""
+        if self.follow:
+            self.follow = False
+            self._follow_paused = True
+            self.update_bar()
+
+    @on(VirtualTable.UserMoved, "#ex-table")
+    def _user_moved(self, event: VirtualTable.UserMoved) -> None:
+        if event.index < event.previous:
+            if self.follow:
+                self._leave_follow()
+                if self.table.cursor != event.index:    # new rows pulled it down meanwhile
+                    self.table.move_to(event.index)
+        elif self._follow_paused and event.index == len(self.view) - 1:
+            self.follow = True               # End (or down to the last row): follow again
+            self._follow_paused = False
+            self.update_bar()
 
     def action_search(self) -> None:
         inp = self.query_one("#ex-search", Input)
@@ -305,6 +363,8 @@ class ExchangesPane(Vertical):
         if text != self.search_text:
             return          # the search text changed meanwhile
         if k is not None:
+            if k != self.table.cursor:
+                self._leave_follow()
             self.table.move_to(k, center=True)
         else:
             self.app.notify(f"no exchange matches {text!r}", severity="warning", timeout=2)
@@ -334,7 +394,8 @@ class ExchangesPane(Vertical):
         try:
             k = self.view.index(row)
         except ValueError:
-            if self.filter.active:
+            if self.narrowed:
+                self.time_range = None
                 self.set_filter(Filter(), keep_row=row)
                 return True
             return False

@@ -1,6 +1,6 @@
-"""The Overview view (key 1): totals, request-rate and p99 sparklines per time bucket, the
-per-API table, brokers and clients panels, issue counters by kind and the latency histogram
-of the API under the cursor.
+"""The Overview view (key 1): totals, request-rate and p99 bars per time bucket (from zero,
+with a time axis), the per-API table, brokers and clients panels, issue counters by kind and
+the latency histogram of the API under the cursor.
 
 Styles: ``kafkasniff/tui/app.tcss``.
 """
@@ -12,11 +12,12 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.widgets import Label, Sparkline, Static
+from textual.widgets import Label, Static
 
 from kafkasniff.output.filters import Filter
 from kafkasniff.tui.aggregates import HIST_EDGES_NS, Snapshot
 from kafkasniff.tui.models import (
+    STAT_PANEL_COLUMNS,
     STAT_SORT,
     RowsModel,
     fmt_bytes,
@@ -26,14 +27,23 @@ from kafkasniff.tui.models import (
     stat_cells,
     stat_columns,
 )
-from kafkasniff.tui.panes.tables import set_rows, sort_on_header
-from kafkasniff.tui.widgets import VirtualTable
+from kafkasniff.tui.panes.tables import choose_sort, reverse_sort, set_rows, sort_on_header
+from kafkasniff.tui.widgets import TimeBars, VirtualTable
 
 
 class OverviewPane(VerticalScroll):
     """Per-API table, request rate and p99 sparklines, brokers, clients, issues, histogram."""
 
-    BINDINGS = [Binding("enter", "open_api", "API's exchanges", show=False)]
+    BINDINGS = [
+        Binding("enter", "open_api", "API's exchanges", show=False),
+        Binding("s", "choose_sort", "Sort"),
+        Binding("r", "reverse_sort", "Reverse", show=False),
+        Binding("h", "histogram", "Histogram"),
+        Binding("ctrl+down", "scroll_down", "Scroll down", show=False),
+        Binding("ctrl+up", "scroll_up", "Scroll up", show=False),
+        Binding("ctrl+end", "scroll_end", "Bottom", show=False),
+        Binding("ctrl+home", "scroll_home", "Top", show=False),
+    ]
 
     def compose(self) -> ComposeResult:
         from textual_plotext import PlotextPlot
@@ -42,20 +52,21 @@ class OverviewPane(VerticalScroll):
         with Horizontal(id="ov-sparks"):
             with Vertical(classes="spark-box"):
                 yield Label("requests per bucket", id="sp-rate-label")
-                yield Sparkline([], id="sp-rate")
+                yield TimeBars(id="sp-rate")
             with Vertical(classes="spark-box"):
                 yield Label("p99 latency per bucket", id="sp-p99-label")
-                yield Sparkline([], id="sp-p99")
+                yield TimeBars(id="sp-p99")
         yield Label("APIs (Enter: their exchanges; the histogram follows the cursor)",
                     classes="section")
         yield VirtualTable(stat_columns("API", 22), id="ov-apis")
         with Horizontal(id="ov-panels"):
             with Vertical():
                 yield Label("Brokers", classes="section")
-                yield VirtualTable(stat_columns("Broker", 21)[:6], id="ov-brokers")
+                yield VirtualTable(stat_columns("Broker", 21)[:STAT_PANEL_COLUMNS], id="ov-brokers")
             with Vertical():
                 yield Label("Clients (client_id)", classes="section")
-                yield VirtualTable(stat_columns("Client id", 18)[:6], id="ov-clients")
+                yield VirtualTable(stat_columns("Client id", 18)[:STAT_PANEL_COLUMNS],
+                                   id="ov-clients")
         with Horizontal(id="ov-bottom"):
             with Vertical(id="ov-issues-box"):
                 yield Label("Issues", classes="section")
@@ -88,7 +99,8 @@ class OverviewPane(VerticalScroll):
         text.append(f"   issues {fmt_count(issues)}",
                     style="bold red" if sev.get("error") else "bold yellow"
                     if sev.get("warning") else "")
-        text.append(f"\np50 {fmt_ms(t.p50_ns)}  p99 {fmt_ms(t.p99_ns)}  max {fmt_ms(t.max_ns)}"
+        text.append(f"\np50 {fmt_ms(t.p50_ns)}  p90 {fmt_ms(t.p90_ns)}  p99 {fmt_ms(t.p99_ns)}"
+                    f"  max {fmt_ms(t.max_ns)}"
                     f"   bytes {fmt_bytes(t.request_bytes)} → / {fmt_bytes(t.response_bytes)} ←"
                     f"   {fmt_count(pipe.get('packets', 0))} packets, "
                     f"{fmt_count(pipe.get('kafka_connections', 0))} Kafka connections")
@@ -98,8 +110,9 @@ class OverviewPane(VerticalScroll):
             width = tl[0].width_ns / 1e9
             counts = [b.count for b in tl]
             p99 = [(b.p99_ns or 0) / 1e6 for b in tl]
-            self.query_one("#sp-rate", Sparkline).data = counts
-            self.query_one("#sp-p99", Sparkline).data = p99
+            start, end = tl[0].start_ns, tl[-1].start_ns + tl[-1].width_ns
+            self.query_one("#sp-rate", TimeBars).set_data(counts, start, end)
+            self.query_one("#sp-p99", TimeBars).set_data(p99, start, end)
             self.query_one("#sp-rate-label", Label).update(
                 f"requests per {width:g} s  (max {max(counts):,})")
             self.query_one("#sp-p99-label", Label).update(
@@ -133,6 +146,24 @@ class OverviewPane(VerticalScroll):
     @on(VirtualTable.HeaderClicked)
     def _sort(self, event: VirtualTable.HeaderClicked) -> None:
         sort_on_header(event, ascending_first=("key",))
+
+    def _table(self) -> VirtualTable:
+        """The table with the focus (APIs, brokers or clients), else the APIs table."""
+        f = self.app.focused
+        if isinstance(f, VirtualTable) and f.id in ("ov-apis", "ov-brokers", "ov-clients"):
+            return f
+        return self.query_one("#ov-apis", VirtualTable)
+
+    def action_choose_sort(self) -> None:
+        choose_sort(self._table(), ascending_first=("key",))
+
+    def action_reverse_sort(self) -> None:
+        reverse_sort(self._table())
+
+    def action_histogram(self) -> None:
+        """``h``: scroll the latency histogram (the bottom of the view) into sight; the
+        focus stays on the APIs table, whose cursor chooses the API shown."""
+        self.scroll_to_widget(self.query_one("#ov-bottom"), animate=False, top=False)
 
     def _draw_hist(self) -> None:
         from textual_plotext import PlotextPlot
@@ -168,6 +199,27 @@ class OverviewPane(VerticalScroll):
     @on(VirtualTable.Selected, "#ov-apis")
     def _api_selected(self) -> None:
         self.action_open_api()
+
+    @on(TimeBars.Picked)
+    def _time_picked(self, event: TimeBars.Picked) -> None:
+        """A bucket of the timeline picked (click, or Enter on the focused bars): the
+        exchanges of that time."""
+        self.app.jump_to_time_range((event.start_ns, event.end_ns))
+
+    @on(VirtualTable.Selected, "#ov-brokers")
+    def _broker_selected(self, event: VirtualTable.Selected) -> None:
+        """Enter on a broker: the exchanges with that broker endpoint."""
+        m = event.table.model
+        if isinstance(m, RowsModel) and 0 <= event.index < len(m):
+            self.app.jump_to_exchanges(Filter(broker="=" + m.rows[event.index].key))
+
+    @on(VirtualTable.Selected, "#ov-clients")
+    def _client_selected(self, event: VirtualTable.Selected) -> None:
+        """Enter on a client: the exchanges of that client_id."""
+        m = event.table.model
+        if isinstance(m, RowsModel) and 0 <= event.index < len(m):
+            key = m.rows[event.index].key
+            self.app.jump_to_exchanges(Filter(client="=" + key if key != "(none)" else ""))
 
 
 def _edge(ns: int) -> str:

@@ -1,6 +1,7 @@
 """The snapshot tables (Connections, Clients, Topics views) and the helpers every snapshot
 table shares (the Overview's APIs, brokers and clients tables too): :func:`set_rows` shows a
-new snapshot keeping the cursor on its row, :func:`sort_on_header` sorts on a header click.
+new snapshot keeping the cursor on its row, :func:`sort_table` sorts (a header click, the
+``s`` dialog of :func:`choose_sort`, ``r``).
 
 Styles: ``kafkasniff/tui/app.tcss``.
 """
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 from textual import on
 from textual.app import ComposeResult
+from textual.binding import Binding
 from textual.containers import Vertical
 from textual.widgets import Static
 
@@ -41,19 +43,49 @@ def set_rows(table: VirtualTable, rows, cells, sort_keys: dict) -> None:
 
 
 def sort_on_header(event: VirtualTable.HeaderClicked, ascending_first: tuple = ()) -> None:
-    """Sort a snapshot table by the clicked column: descending first (ascending for the
-    columns of ``ascending_first``), the same column again reverses."""
-    t = event.table
-    t.sort_reverse = not t.sort_reverse if t.sort_key == event.key else \
-        event.key not in ascending_first
-    t.sort_key = event.key
-    if isinstance(t.model, RowsModel):
-        t.model.sort(t.sort_key, t.sort_reverse)
-        t.rows_changed()
+    """Sort a snapshot table by the clicked column (:func:`sort_table`)."""
+    sort_table(event.table, event.key, ascending_first)
+
+
+def choose_sort(table: VirtualTable, ascending_first: tuple = ()) -> None:
+    """The ``s`` key of a snapshot table: a dialog of its sortable columns; the column it is
+    sorted by again reverses the order (what a header click does)."""
+    from kafkasniff.tui.screens import ChoiceScreen
+
+    opts = [(c.key, c.label) for c in table.columns if c.sortable]
+
+    def done(key: str | None) -> None:
+        table.focus()
+        if key is not None:
+            sort_table(table, key, ascending_first)
+    table.app.push_screen(ChoiceScreen("Sort by (again: reverse)", opts, table.sort_key), done)
+
+
+def sort_table(table: VirtualTable, key: str, ascending_first: tuple = ()) -> None:
+    """Sort a snapshot table by column ``key``: descending first (ascending for the columns
+    of ``ascending_first``), the same column again reverses; the cursor goes to the top
+    row."""
+    table.sort_reverse = not table.sort_reverse if table.sort_key == key else \
+        key not in ascending_first
+    table.sort_key = key
+    if isinstance(table.model, RowsModel):
+        table.model.sort(table.sort_key, table.sort_reverse)
+        table.rows_changed()
+    table.move_to(0)
+
+
+def reverse_sort(table: VirtualTable) -> None:
+    """The ``r`` key of a snapshot table: the same column, the other order."""
+    if table.sort_key is not None:
+        sort_table(table, table.sort_key)
 
 
 class TablePane(Vertical):
-    """A snapshot table (connections, clients, topics) with a one-line hint."""
+    """A snapshot table (connections, clients, topics) with a one-line hint; ``s`` sorts
+    by a column, ``r`` reverses."""
+
+    BINDINGS = [Binding("s", "choose_sort", "Sort"), Binding("r", "reverse_sort", "Reverse",
+                                                             show=False)]
 
     def __init__(self, kind: str, columns, cells, sort_keys, hint: str, *, id: str) -> None:
         super().__init__(id=id)
@@ -80,6 +112,12 @@ class TablePane(Vertical):
     @on(VirtualTable.HeaderClicked)
     def _sort(self, event: VirtualTable.HeaderClicked) -> None:
         sort_on_header(event)
+
+    def action_choose_sort(self) -> None:
+        choose_sort(self.table)
+
+    def action_reverse_sort(self) -> None:
+        reverse_sort(self.table)
 
     @on(VirtualTable.Selected)
     def _selected(self, event: VirtualTable.Selected) -> None:
