@@ -224,8 +224,9 @@ class KafkaSniffApp(App):
     def _status(self) -> None:
         """The status line: title, progress, counters. What does not fit the width is cut
         from the title (the source's ``short_title`` instead, e.g. ``first.pcap +2 files``,
-        then cut at its end) and the packet count, never from the progress and the exchange
-        and issue counters."""
+        then cut before its ``+N files`` suffix) and the packet count, never from the live
+        capture's drop counters (a ``  [...]`` suffix of the title), the progress and the
+        exchange and issue counters."""
         p = self.progress
         width = max(20, self.size.width - 2)
         prog = Text()
@@ -245,12 +246,18 @@ class KafkaSniffApp(App):
             tail.append(f"  {n_iss:,} issues", style="yellow")
         if p.error:
             tail.append(f"  error: {p.error}", style="bold red")
-        room = width - prog.cell_len - exchanges.cell_len - tail.cell_len - 2
+        title = self.source.title or ""
+        # a live capture's drop counters (``lo (ring)  [kernel drops 0, ...]``) are kept
+        # whole, like the counters after them
+        drops = ""
+        if title.endswith("]") and "  [" in title:
+            title, sep, rest = title.rpartition("  [")
+            drops = sep + rest
+        room = width - prog.cell_len - exchanges.cell_len - tail.cell_len - 2 - len(drops)
         show_packets = room - packets.cell_len >= 16     # the title keeps 16 cells or more
         if show_packets:
             room -= packets.cell_len
         text = Text()
-        title = self.source.title or ""
         if room >= len("kafkasniff ") + len(title):
             text.append("kafkasniff ", style="bold")
         elif title:
@@ -263,7 +270,7 @@ class KafkaSniffApp(App):
                 keep = room - len(suffix) - 1
                 title = title[:keep] + "…" if keep > 0 else ""
             title += suffix
-        text.append(title)
+        text.append(title + drops)
         text.append("  ")
         text.append_text(prog)
         text.append_text(exchanges)
