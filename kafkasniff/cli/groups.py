@@ -58,7 +58,8 @@ def groups_command(files, read_files, ports, detect, max_frame_bytes, definition
     if group_ids:
         wanted = set(group_ids)
         report = GroupsReport(tuple(g for g in report.groups if g.group_id in wanted),
-                              report.group_exchanges, report.groups_dropped)
+                              report.group_exchanges, report.groups_dropped,
+                              report.events_dropped)
     try:
         if as_json:
             click.echo(json.dumps(report.to_dict(), indent=1))

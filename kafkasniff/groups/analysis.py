@@ -269,13 +269,16 @@ class GroupAnalyzer:
             ``groups_dropped`` and otherwise ignored.
         max_commits: commit rows kept per group (later ones counted in ``commits_dropped``).
         max_hw_samples: high-watermark changes kept per partition (oldest dropped first).
+        max_events: group API exchanges kept for the replay (about 1 KiB each); further ones
+            are counted in ``events_dropped`` and not analysed (the report says so).
 
     Feed :meth:`add` (or :meth:`add_record`) with the pipeline's records, then call
-    :meth:`finish` once. Memory: the group API bodies plus ``max_hw_samples`` per partition.
+    :meth:`finish` once. Memory: at most ``max_events`` group API bodies plus
+    ``max_hw_samples`` per partition.
     """
 
     def __init__(self, defs=None, *, max_groups: int = 10_000, max_commits: int = 1_000_000,
-                 max_hw_samples: int = 4096) -> None:
+                 max_hw_samples: int = 4096, max_events: int = 1_000_000) -> None:
         if defs is None:
             from kafkasniff.protocol.schema import load_definitions
 
@@ -284,7 +287,9 @@ class GroupAnalyzer:
         self.max_groups = max_groups
         self.max_commits = max_commits
         self.max_hw_samples = max_hw_samples
+        self.max_events = max_events
         self.events: list[_Ev] = []
+        self.events_dropped = 0
         self.topic_names: dict[str, str] = {}
         # (topic name or id, partition) -> [(ts_ns, high_watermark)], changes only
         self.hw: dict[tuple[str, int], list[tuple[int, int]]] = {}
@@ -319,6 +324,9 @@ class GroupAnalyzer:
         if k in GROUP_APIS:
             if not isinstance(req, dict):
                 return                     # an orphan answer: the group is in the request
+            if len(self.events) >= self.max_events:
+                self.events_dropped += 1
+                return
             self.events.append(_Ev(
                 ex.ts_ns, ex.response.first_ts_ns if ex.response is not None else None, k,
                 ex.api_name, ex.conn_id, ex.correlation_id, ex.client, ex.broker,
@@ -384,14 +392,18 @@ class GroupAnalyzer:
     def snapshot(self) -> dict:
         """What this analyzer was fed, picklable and without the definitions (for
         :meth:`merge` in another process)."""
-        return {"events": self.events, "topic_names": self.topic_names, "hw": self.hw}
+        return {"events": self.events, "events_dropped": self.events_dropped,
+                "topic_names": self.topic_names, "hw": self.hw}
 
     def merge(self, other: "GroupAnalyzer | dict") -> None:
         """Take in what another analyzer (of another part of the same capture, e.g. another
         ``--jobs`` decoder) was fed: the analyzer or its :meth:`snapshot`."""
         if isinstance(other, GroupAnalyzer):
             other = other.snapshot()
-        self.events.extend(other["events"])
+        room = max(self.max_events - len(self.events), 0)
+        self.events.extend(other["events"][:room])
+        self.events_dropped += other.get("events_dropped", 0) + max(
+            len(other["events"]) - room, 0)
         self.topic_names.update(other["topic_names"])
         for key, samples in other["hw"].items():
             mine = self.hw.setdefault(key, [])
@@ -432,7 +444,8 @@ class GroupAnalyzer:
             if g.protocol == UNKNOWN and gtype in (CLASSIC, CONSUMER, SHARE):
                 g.protocol = gtype
         out = tuple(self._freeze(groups[gid]) for gid in sorted(groups))
-        return GroupsReport(out, len(self.events), len(self._dropped))
+        return GroupsReport(out, len(self.events) + self.events_dropped, len(self._dropped),
+                            self.events_dropped)
 
     def _group(self, gid) -> _G | None:
         if not isinstance(gid, str):

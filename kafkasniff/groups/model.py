@@ -403,11 +403,14 @@ class GroupsReport:
             Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch, TxnOffsetCommit,
             DescribeGroups, ListGroups, ConsumerGroupHeartbeat, ShareGroupHeartbeat ...).
         groups_dropped: groups not tracked (beyond the analyzer's bound).
+        events_dropped: group API exchanges not analysed (beyond the analyzer's
+            ``max_events``: the report covers the ones before).
     """
 
     groups: tuple[Group, ...]
     group_exchanges: int = 0
     groups_dropped: int = 0
+    events_dropped: int = 0
 
     def group(self, group_id: str) -> Group | None:
         """The group ``group_id``, or None."""
@@ -417,7 +420,8 @@ class GroupsReport:
         return None
 
     def to_dict(self) -> dict:
-        """``{"groups": [...], "group_exchanges", "groups_dropped"}``."""
+        """``{"groups": [...], "group_exchanges", "groups_dropped", "events_dropped"}``."""
         return {"groups": [g.to_dict() for g in self.groups],
                 "group_exchanges": self.group_exchanges,
-                "groups_dropped": self.groups_dropped}
+                "groups_dropped": self.groups_dropped,
+                "events_dropped": self.events_dropped}

@@ -103,6 +103,9 @@ def render_groups(report: GroupsReport, *, commits: int = 20) -> str:
                f"{report.group_exchanges} group exchanges")
     if report.groups_dropped:
         summary += f" ({report.groups_dropped} groups beyond the limit not tracked)"
+    if report.events_dropped:
+        summary += (f"; {report.events_dropped} group exchanges beyond the limit not "
+                    f"analysed (the report covers the ones before)")
     if not report.groups:
         summary = ("no consumer group traffic found; " if not report.group_exchanges
                    else "no group to show (see --group); ") + summary

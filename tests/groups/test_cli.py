@@ -91,3 +91,27 @@ def test_bodies_of_the_wrong_shape_are_skipped_not_raised():
         good.add(dataclasses.replace(ex, request=None))
     assert good.finish(d.pipeline.topics.names).to_dict() == \
         json.loads(run("groups", "--json", JAVA).output)
+
+
+def test_group_exchanges_beyond_the_bound_are_counted_not_kept():
+    """The replay keeps at most ``max_events`` group exchanges (memory stays bounded on a
+    long capture of heartbeats); the rest are counted and the report says so. Fed whole or
+    as two merged halves (``--jobs`` decoders), the same exchanges are kept."""
+    from kafkasniff.groups.report import render_groups
+
+    d = decode_capture(JAVA)
+    whole = GroupAnalyzer(d.pipeline.defs, max_events=10)
+    for ex in d.exchanges:
+        whole.add(ex)
+    assert len(whole.events) == 10 and whole.events_dropped == 16
+    report = whole.finish(d.pipeline.topics.names)
+    assert report.events_dropped == 16 and report.group_exchanges == 26
+    assert report.to_dict()["events_dropped"] == 16
+    assert "16 group exchanges beyond the limit not analysed" in render_groups(report)
+    halves = [GroupAnalyzer(d.pipeline.defs, max_events=10) for _ in range(2)]
+    for i, ex in enumerate(d.exchanges):
+        halves[i % 2].add(ex)
+    merged = GroupAnalyzer(d.pipeline.defs, max_events=10)
+    for h in halves:
+        merged.merge(h.snapshot())
+    assert len(merged.events) == 10 and merged.events_dropped == 16
