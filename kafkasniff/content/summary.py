@@ -13,7 +13,8 @@ a topic name and a topic id (Metadata, CreateTopics, DescribeTopicPartitions res
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from dataclasses import replace
+from typing import Callable, NamedTuple
 
 from kafkasniff.protocol.plans import FieldPlan, StructPlan
 from kafkasniff.protocol.primitives import ZERO_UUID
@@ -70,6 +71,30 @@ class TopicRegistry:
     def resolve(self, topic_id: str) -> str:
         """The name of ``topic_id`` if known, else the id itself."""
         return self.names.get(topic_id, topic_id)
+
+
+def resolve_topic_ids(topics: tuple[str, ...], topic_ids: tuple[str, ...], record_fields: tuple,
+                      name_of: Callable[[str], str | None]) -> tuple[tuple, tuple] | None:
+    """An exchange's ``topics`` and ``record_fields`` with the topic ids it carries named by
+    ``name_of(topic_id)`` (a name, or ``None`` when not known), as one process would have
+    named them: ids still in ``topics`` become names, records fields that carry only an id
+    get ``resolved_topic``. Returns ``(topics, record_fields)``, or ``None`` when
+    ``name_of`` names none of them. What the ``--jobs`` decoders and the live decoders do
+    with topic ids another process learnt."""
+    names = {}
+    for tid in topic_ids:
+        if tid in topics:
+            name = name_of(tid)
+            if name is not None:
+                names[tid] = name
+    if not names:
+        return None
+    if record_fields:
+        record_fields = tuple(
+            replace(loc, resolved_topic=names[loc.topic_id])
+            if loc.topic is None and loc.resolved_topic is None and loc.topic_id in names
+            else loc for loc in record_fields)
+    return tuple(dict.fromkeys(names.get(t, t) for t in topics)), record_fields
 
 
 class Summarizer:

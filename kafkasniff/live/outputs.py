@@ -25,6 +25,7 @@ from dataclasses import replace
 from typing import Callable, NamedTuple
 
 from kafkasniff.capture.writer import PcapNgWriter, isb_block
+from kafkasniff.content.summary import resolve_topic_ids
 from kafkasniff.live.messages import DetailRequest, TopicIdsLearned
 from kafkasniff.protocol.apis import SASL_AUTHENTICATE, SASL_TOKEN
 
@@ -274,22 +275,18 @@ class DecoderSink:
     def _resolved(self, ex, ts: int):
         """``ex`` with the topic ids learnt elsewhere at or before ``ts`` (its completion in
         capture time, as ``read`` resolves them) replaced by names."""
-        remote = self.remote
-        names = {}
-        for tid in ex.topic_ids:
-            if tid in ex.topics:
-                r = remote.get(tid)
-                if r is not None and r[1] <= ts:
-                    names[tid] = r[0]
-        if not names:
+        if not ex.topic_ids:
             return ex
-        topics = tuple(dict.fromkeys(names.get(t, t) for t in ex.topics))
-        fields = ex.record_fields
-        if fields and any(loc.topic is None and loc.topic_id in names for loc in fields):
-            fields = tuple(replace(loc, topic=names[loc.topic_id])
-                           if loc.topic is None and loc.topic_id in names else loc
-                           for loc in fields)
-        return replace(ex, topics=topics, record_fields=fields)
+        remote = self.remote
+
+        def name_of(tid: str) -> str | None:
+            r = remote.get(tid)
+            return r[0] if r is not None and r[1] <= ts else None
+
+        got = resolve_topic_ids(ex.topics, ex.topic_ids, ex.record_fields, name_of)
+        if got is None:
+            return ex
+        return replace(ex, topics=got[0], record_fields=got[1])
 
     # ----------------------------------------------------------------- rendering
     def _emit(self, ex) -> None:

@@ -25,9 +25,9 @@ import pickle
 import signal
 import traceback
 from collections import deque
-from dataclasses import replace
 
 from kafkasniff.capture.types import CapturedPacket
+from kafkasniff.content.summary import resolve_topic_ids
 from kafkasniff.model import ConnectionSummary, DecodeIssue, Exchange, TopicName
 from kafkasniff.parallel.wire import (
     END,
@@ -395,21 +395,11 @@ class _Decoder:
             if i.connection_id >= 0:
                 _set(i, "connection_id", g)
         if ex.topic_ids:
-            names = {}
-            topics = ex.topics
-            for tid in ex.topic_ids:
-                if tid in topics:
-                    name = self.name_before(tid, idx)
-                    if name is not None:
-                        names[tid] = name
-            if names:
-                _set(ex, "topics", tuple(dict.fromkeys(names.get(t, t) for t in topics)))
-                fields = ex.record_fields
-                if fields:
-                    _set(ex, "record_fields", tuple(
-                        replace(loc, resolved_topic=names[loc.topic_id])
-                        if loc.topic is None and loc.resolved_topic is None and
-                        loc.topic_id in names else loc for loc in fields))
+            got = resolve_topic_ids(ex.topics, ex.topic_ids, ex.record_fields,
+                                    lambda tid: self.name_before(tid, idx))
+            if got is not None:
+                _set(ex, "topics", got[0])
+                _set(ex, "record_fields", got[1])
         return ex
 
     def name_before(self, tid: str, idx: int) -> str | None:
