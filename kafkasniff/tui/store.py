@@ -584,10 +584,13 @@ class SummaryStore:
         return _Compiled(f, self.tables) if f.active else None
 
     def filter_rows(self, compiled: _Compiled | None, start: int, end: int,
-                    time_range: tuple[int, int] | None = None) -> array:
+                    time_range: tuple[int, int] | None = None,
+                    refs: frozenset | None = None) -> array:
         """Rows in ``[start, end)`` passing the compiled filter, as ``array('i')``; with
         ``time_range`` ``(from_ns, to_ns)`` only those whose request (or first frame) time
-        is in ``[from_ns, to_ns)`` (ns since the epoch)."""
+        is in ``[from_ns, to_ns)`` (ns since the epoch); with ``refs``, a set of
+        ``(conn_id, correlation_id, ts_ns)`` (the exchanges named by the consumer-group
+        analysis, :class:`~kafkasniff.groups.model.ExchangeRef`), only those exchanges."""
         if compiled is None:
             rows = array("i", range(start, end))
         else:
@@ -596,6 +599,10 @@ class SummaryStore:
             lo, hi = time_range
             ts = self.columns["ts"]
             rows = array("i", [r for r in rows if lo <= ts[r] < hi])
+        if refs is not None:
+            c = self.columns
+            conn, corr, ts = c["conn"], c["corr"], c["ts"]
+            rows = array("i", [r for r in rows if (conn[r], corr[r], ts[r]) in refs])
         return rows
 
     def sort(self, view: array, key: str, reverse: bool = False) -> array:
