@@ -86,7 +86,7 @@ HELP_TABLE = [("↑ ↓ / j k", "move the cursor"), ("PgUp PgDn / space", "page"
                                      "(not in Issues)"),
               ("r", "reverse the sort")]
 HELP_EXCHANGES = [("f", "filter dialog: API, client, broker, topic, status, errors, issues, "
-                        "min latency"),
+                        "min latency, long-polls"),
                   ("e", "errors only (toggle)"), ("i", "issues only (toggle)"),
                   ("a", "only this row's API (toggle)"),
                   ("c", "clear the filter, the time range and a group's exchanges"),

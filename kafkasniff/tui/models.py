@@ -14,14 +14,20 @@ from kafkasniff.groups.model import assignment_text
 from kafkasniff.output.filters import STATUSES
 from kafkasniff.output.render import format_ms
 from kafkasniff.tui.aggregates import ClientRow, ConnRow, StatRow, TopicRow
-from kafkasniff.tui.store import SummaryStore
+from kafkasniff.tui.store import F_LONG_POLL, SummaryStore
 from kafkasniff.tui.widgets import Column
 
+#: what marks a long-poll in the Status cell of the Exchanges table (``paired lp``)
+LONG_POLL_MARK = " lp"
 
-def status_cell(status: str, has_errors: bool) -> tuple[str, str]:
+
+def status_cell(status: str, has_errors: bool, long_poll: bool = False) -> tuple[str, str]:
     """The Status cell: the :class:`~kafkasniff.model.ExchangeStatus` value as every output
     shows it, styled ``error`` when the response carried an error code, ``warning`` when
-    the exchange is not paired."""
+    the exchange is not paired; a long-poll (the broker held it by design, its latency is
+    out of the percentiles) is marked ``paired lp`` (dimmed when without errors)."""
+    if long_poll:
+        return status + LONG_POLL_MARK, "error" if has_errors else "dim"
     return status, "error" if has_errors else "" if status == "paired" else "warning"
 
 
@@ -45,6 +51,7 @@ def fmt_ms(ns: int | None) -> str:
     """Nanoseconds shown as milliseconds with 3 decimals, as ``read`` prints latencies
     (``-`` when unknown: ``None`` or negative)."""
     return format_ms(None if ns is not None and ns < 0 else ns)
+
 
 
 def parse_time(text: str, ref_ns: int) -> int:
@@ -188,7 +195,7 @@ class ExchangeModel:
             cid if cid is not None else "-",
             f"{t.endpoints.items[c['client'][r]]} → {t.endpoints.items[c['broker'][r]]}",
             fmt_ms(c["latency"][r]),
-            status_cell(status, bool(errors)),
+            status_cell(status, bool(errors), bool(c["flags"][r] & F_LONG_POLL)),
             (str(c["err_n"][r]), "error") if errors else "",
             (", ".join(labels), "error") if errors else "",
             (str(thr), "warning" if thr > 0 else "dim") if thr >= 0 else "",
@@ -213,7 +220,8 @@ def stat_columns(first: str, width: int = 20, max_width: int = 40) -> list[Colum
     broker, client id) of ``width`` cells, growing to ``max_width`` when there is room; the
     rest of the spare width goes to the error names (``NAME×count``). ``Err`` counts the
     exchanges with an error code; latencies are p50, p90, p99 and max of the paired
-    exchanges."""
+    exchanges that are not long-polls; ``LP`` counts the long-polls (the broker held them by
+    design, :mod:`kafkasniff.content.waits`) and ``LP p50`` is their median."""
     return [
         Column("key", first, width, priority=0, flex=1, max_width=max_width),
         Column("count", "Count", 9, "right", priority=0),
@@ -224,6 +232,8 @@ def stat_columns(first: str, width: int = 20, max_width: int = 40) -> list[Colum
         Column("p90", "p90", 10, "right", priority=3),
         Column("p99", "p99", 10, "right", priority=0),
         Column("max", "Max", 10, "right", priority=3),
+        Column("long_polls", "LP", 6, "right", priority=2),
+        Column("long_poll_p50", "LP p50", 10, "right", priority=4),
         Column("throttled", "Throttled", 9, "right", priority=3),
         Column("throttle_total", "Thr total", 10, "right", priority=4),
         Column("bytes", "Req/resp bytes", 16, "right", priority=4),
@@ -239,6 +249,8 @@ STAT_SORT = {
     "error_names": lambda r: (r.errors[0][1] if r.errors else 0, r.error_exchanges),
     "p50": lambda r: r.p50_ns or -1, "p90": lambda r: r.p90_ns or -1,
     "p99": lambda r: r.p99_ns or -1, "max": lambda r: r.max_ns or -1,
+    "long_polls": lambda r: r.long_polls,
+    "long_poll_p50": lambda r: r.long_poll_p50_ns or -1,
     "throttled": lambda r: r.throttled, "throttle_total": lambda r: r.throttle_total_ms,
     "bytes": lambda r: r.request_bytes + r.response_bytes,
 }
@@ -251,6 +263,8 @@ def stat_cells(r: StatRow) -> tuple:
             (fmt_count(r.error_exchanges), "error") if r.error_exchanges else "0",
             (errs, "error") if errs else "",
             fmt_ms(r.p50_ns), fmt_ms(r.p90_ns), fmt_ms(r.p99_ns), fmt_ms(r.max_ns),
+            (fmt_count(r.long_polls), "dim") if r.long_polls else "0",
+            (fmt_ms(r.long_poll_p50_ns), "dim") if r.long_polls else "-",
             (fmt_count(r.throttled), "warning") if r.throttled else "0",
             f"{r.throttle_total_ms}ms",
             f"{fmt_bytes(r.request_bytes)}/{fmt_bytes(r.response_bytes)}")
@@ -305,6 +319,7 @@ CONN_COLUMNS = [
     Column("errors", "Errors", 6, "right", priority=1),
     Column("issues", "Issues", 6, "right", priority=2),
     Column("max_latency", "Max lat", 11, "right", priority=2),
+    Column("long_polls", "LP", 5, "right", priority=2),
     Column("bytes", "Req/resp bytes", 16, "right", priority=3),
     Column("state", "State", 14, priority=1),
     Column("kind", "Kind", 7, priority=4),
@@ -317,7 +332,7 @@ CONN_SORT = {
     "conn_id": lambda r: r.conn_id, "client": lambda r: r.client, "broker": lambda r: r.broker,
     "client_id": lambda r: r.client_id.lower(), "exchanges": lambda r: r.exchanges,
     "errors": lambda r: r.error_exchanges, "issues": lambda r: r.issues,
-    "max_latency": lambda r: r.max_latency_ns or -1,
+    "max_latency": lambda r: r.max_latency_ns or -1, "long_polls": lambda r: r.long_polls,
     "bytes": lambda r: r.request_bytes + r.response_bytes, "state": lambda r: r.state,
     "kind": lambda r: r.kind, "sasl": lambda r: r.sasl, "gaps": lambda r: r.gap_bytes,
     "first": lambda r: r.first_ts_ns,
@@ -329,6 +344,7 @@ def conn_cells(r: ConnRow) -> tuple:
     return (str(r.conn_id), r.client, r.broker, r.client_id or "-", fmt_count(r.exchanges),
             (str(r.error_exchanges), "error") if r.error_exchanges else "0",
             (str(r.issues), "warning") if r.issues else "0", fmt_ms(r.max_latency_ns),
+            (str(r.long_polls), "dim") if r.long_polls else "0",
             f"{fmt_bytes(r.request_bytes)}/{fmt_bytes(r.response_bytes)}",
             (r.state, "ok" if r.state == "open" else ""), r.kind, r.sasl,
             (str(r.gap_bytes), "warning") if r.gap_bytes else "0", fmt_time(r.first_ts_ns))
