@@ -105,3 +105,31 @@ async def test_overview_and_detail_show_long_polls():
         assert app.screen.detail.exchange.long_poll_rule == "fetch_max_wait"
         assert "long_poll: yes (fetch_max_wait: kept out of the latency percentiles)" in \
             screen_text(app)
+
+
+async def test_filter_dialog_keeps_and_sets_the_long_poll_criterion():
+    """The filter dialog (f) shows the current long-poll criterion and applies it: "no
+    long-polls" with a minimum latency leaves the exchanges slow without waiting by
+    design."""
+    from textual.widgets import Select
+
+    from kafkasniff.tui.screens import FilterScreen
+
+    app = make_app(ERR)
+    async with app.run_test(size=(120, 50)) as pilot:
+        await wait_loaded(pilot)
+        pane = app.exchanges_pane()
+        pane.set_filter(Filter(min_latency_ms=50, long_poll=False))
+        await wait_for(pilot, lambda: not pane._busy)
+        n_served = len(pane.view)
+        await pilot.press("f")
+        await wait_for(pilot, lambda: isinstance(app.screen, FilterScreen))
+        assert app.screen.query_one("#f-long-poll", Select).value == "none"
+        app.screen.query_one("#f-long-poll", Select).value = "only"
+        await pilot.pause()
+        await pilot.press("enter")                # in the API input: apply
+        await wait_for(pilot, lambda: not isinstance(app.screen, FilterScreen))
+        await wait_for(pilot, lambda: not pane._busy)
+        assert pane.filter == Filter(min_latency_ms=50, long_poll=True)
+        assert pane.view and all(app.store.row(r).long_poll for r in pane.view)
+        assert n_served > 0
