@@ -62,6 +62,8 @@ class Filter:
         errors_only: only exchanges with a Kafka error code.
         issues_only: only exchanges with an issue.
         min_latency_ms: only paired exchanges at least this slow (milliseconds).
+        long_poll: ``True``: only long-polls (exchanges the broker held by design,
+            :mod:`kafkasniff.content.waits`); ``False``: no long-polls; ``None``: either.
     """
 
     apis: tuple[str, ...] = ()
@@ -72,6 +74,7 @@ class Filter:
     errors_only: bool = False
     issues_only: bool = False
     min_latency_ms: float | None = None
+    long_poll: bool | None = None
 
     @property
     def active(self) -> bool:
@@ -93,6 +96,8 @@ class Filter:
             parts.append("issues")
         if self.min_latency_ms is not None:
             parts.append(f"latency>={self.min_latency_ms:g}ms")
+        if self.long_poll is not None:
+            parts.append("long-polls" if self.long_poll else "no-long-polls")
         return " ".join(parts)
 
     def predicate(self) -> Callable[[Exchange], bool] | None:
@@ -121,6 +126,9 @@ class Filter:
         if self.min_latency_ms is not None:
             ns = int(self.min_latency_ms * 1e6)
             checks.append(lambda ex: ex.latency_ns is not None and ex.latency_ns >= ns)
+        if self.long_poll is not None:
+            lp = self.long_poll
+            checks.append(lambda ex: bool(ex.long_poll) is lp)
         if not checks:
             return None
         if len(checks) == 1:

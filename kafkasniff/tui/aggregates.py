@@ -33,7 +33,9 @@ MAX_PARTITION_ERRORS = 1_000
 
 class StatRow(NamedTuple):
     """One row of an API / broker / client table (latencies in ns, ``None`` when no paired
-    exchange)."""
+    exchange). The percentiles and max are those of the served exchanges: long-polls
+    (:mod:`kafkasniff.content.waits`) are counted apart in ``long_polls``, with their median
+    ``long_poll_p50_ns`` and ``long_poll_max_ns``."""
 
     key: str
     count: int
@@ -49,6 +51,9 @@ class StatRow(NamedTuple):
     response_bytes: int
     statuses: tuple[tuple[str, int], ...]
     p90_ns: int | None = None
+    long_polls: int = 0
+    long_poll_p50_ns: int | None = None
+    long_poll_max_ns: int | None = None
 
 
 class ConnRow(NamedTuple):
@@ -72,6 +77,7 @@ class ConnRow(NamedTuple):
     retransmitted_bytes: int
     sasl: str           # "MECHANISM user" when the connection authenticated
     handshake_seen: bool | None
+    long_polls: int = 0  # long-polls, kept out of max_latency_ns
 
 
 class TopicRow(NamedTuple):
@@ -143,7 +149,9 @@ def _stat_row(key: str, r: Row, span_s: float) -> StatRow:
                    tuple(r.errors.most_common()), r.quantile_ns(0.5), r.quantile_ns(0.99),
                    r.max_ns if paired else None, r.throttled, r.throttle_total_ms,
                    r.request_bytes, r.response_bytes, tuple(r.statuses.most_common()),
-                   p90_ns=r.quantile_ns(0.9))
+                   p90_ns=r.quantile_ns(0.9), long_polls=r.long_polls,
+                   long_poll_p50_ns=r.long_poll_quantile_ns(0.5),
+                   long_poll_max_ns=r.long_poll_max_ns if r.long_polls else None)
 
 
 class _Timeline:
@@ -261,8 +269,9 @@ class Aggregates:
         lat = ex.latency_ns if ex.status == ExchangeStatus.PAIRED else None
         if lat is not None and lat < 0:
             lat = 0
+        served = None if ex.long_poll else lat     # long-polls: out of the percentiles
         if ts:      # an exchange without a time would stretch the timeline back to 1970
-            self.timeline.add(ts, bool(ex.errors), lat)
+            self.timeline.add(ts, bool(ex.errors), served)
         # the key of the exchange's row in self.agg.apis (the Overview's API table finds the
         # histogram of the row under its cursor by that key)
         name = api_row_key(ex)
@@ -271,7 +280,7 @@ class Aggregates:
             if h is None:
                 h = self.hist[name] = [0] * (len(HIST_EDGES_NS) - 1)
             h[_hist_bin(lat)] += 1
-        self._conn(ex, lat)
+        self._conn(ex, served, lat is not None and ex.long_poll)
         if ex.topics or ex.record_fields:
             self._topics(ex)
 
@@ -319,16 +328,19 @@ class Aggregates:
         if c is None:
             row = self._conn_rows.get(cid)
             if row is not None:
-                c = self.conns[cid] = [*row[:4], row[4] or None, *row[5:13]]
+                c = self.conns[cid] = [*row[:4], row[4] or None, *row[5:13], row.long_polls]
         return c
 
     # ------------------------------------------------------------------ internals
     def _new_conn(self, conn_id, client, broker, client_id) -> list:
         # conn_id kind client broker client_id exchanges errors issues req resp first last max
+        # long_polls
         self._n_conns += 1
-        return [conn_id, "kafka", client, broker, client_id, 0, 0, 0, 0, 0, 0, 0, None]
+        return [conn_id, "kafka", client, broker, client_id, 0, 0, 0, 0, 0, 0, 0, None, 0]
 
-    def _conn(self, ex: Exchange, lat: int | None) -> None:
+    def _conn(self, ex: Exchange, lat: int | None, long_poll: bool = False) -> None:
+        """Count ``ex`` in its connection's row; ``lat``: its latency if paired and served
+        (the max latency), ``long_poll``: a paired long-poll (counted apart)."""
         c = self._open_conn(ex.conn_id)
         if c is None:
             if self._full():
@@ -358,11 +370,13 @@ class Aggregates:
         ts = ex.ts_ns
         if ts and (not c[10] or ts < c[10]):
             c[10] = ts
-        end = ts + (lat or 0)
+        end = ts + (lat if lat is not None else max(0, ex.latency_ns or 0) if long_poll else 0)
         if end > c[11]:
             c[11] = end
         if lat is not None and (c[12] is None or lat > c[12]):
             c[12] = lat
+        if long_poll:
+            c[13] += 1
 
     def _topic(self, name: str) -> list | None:
         t = self.topics.get(name)
@@ -497,7 +511,7 @@ class Aggregates:
                                                                     ("open", 0, 0, "", None))
         return ConnRow(c[0], c[1], c[2], c[3], c[4] if c[4] is not None else "", c[5], c[6],
                        c[7], c[8], c[9], c[10], c[11], c[12], closed, gaps, retrans, sasl,
-                       handshake)
+                       handshake, c[13])
 
     @staticmethod
     def _topic_row(name: str, t: list, span: float) -> TopicRow:

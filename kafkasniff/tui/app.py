@@ -1,10 +1,11 @@
 """The kafkasniff Textual app: dashboards and drill-down over a :class:`DataSource`.
 
-Views (tabs, keys 1-6): Overview, Exchanges, Connections, Clients, Topics, Issues; the
-detail of an exchange is a screen of its own (Enter). The data comes from one
-:class:`~kafkasniff.tui.source.DataSource`; its batches are ingested on the UI thread
-(``array.extend`` of compact columns, a few times per second), everything heavy (decoding,
-finding frames again, filtering and sorting a million rows, saving) runs in threads.
+Views (tabs, keys 1-7): Overview, Exchanges, Connections, Clients, Topics, Issues, Groups;
+the detail of an exchange and of a consumer group are screens of their own (Enter). The
+data comes from one :class:`~kafkasniff.tui.source.DataSource`; its batches are ingested
+on the UI thread (``array.extend`` of compact columns, a few times per second), everything
+heavy (decoding, finding frames again, filtering and sorting a million rows, saving) runs in
+threads.
 
 This module holds the app: its composition, bindings, actions and data ingestion. The views
 are in :mod:`kafkasniff.tui.panes`, the styles of both in ``app.tcss`` (``CSS_PATH``).
@@ -39,7 +40,7 @@ from kafkasniff.tui.models import (
     fmt_count,
     topic_cells,
 )
-from kafkasniff.tui.panes import ExchangesPane, IssuesPane, OverviewPane, TablePane
+from kafkasniff.tui.panes import ExchangesPane, GroupsPane, IssuesPane, OverviewPane, TablePane
 from kafkasniff.tui.screens import HelpScreen, SaveScreen
 from kafkasniff.tui.source import DataSource, Progress
 from kafkasniff.tui.store import RowInfo, SummaryStore
@@ -74,7 +75,8 @@ def bar(fraction: float | None, width: int = 20) -> str:
     return "▕" + "█" * k + "░" * (width - k) + "▏"
 
 
-HELP_GLOBAL = [("1 2 3 4 5 6", "Overview, Exchanges, Connections, Clients, Topics, Issues"),
+HELP_GLOBAL = [("1 2 3 4 5 6 7", "Overview, Exchanges, Connections, Clients, Topics, Issues, "
+                                 "Groups"),
                ("?", "this help"), ("q, ctrl+q", "quit"),
                ("tab / shift+tab", "move the focus (tabs bar, table, inputs)")]
 HELP_TABLE = [("↑ ↓ / j k", "move the cursor"), ("PgUp PgDn / space", "page"),
@@ -84,10 +86,10 @@ HELP_TABLE = [("↑ ↓ / j k", "move the cursor"), ("PgUp PgDn / space", "page"
                                      "(not in Issues)"),
               ("r", "reverse the sort")]
 HELP_EXCHANGES = [("f", "filter dialog: API, client, broker, topic, status, errors, issues, "
-                        "min latency"),
+                        "min latency, long-polls"),
                   ("e", "errors only (toggle)"), ("i", "issues only (toggle)"),
                   ("a", "only this row's API (toggle)"),
-                  ("c", "clear the filter and the time range"),
+                  ("c", "clear the filter, the time range and a group's exchanges"),
                   ("t", "time range: FROM..TO (UTC; empty: any time)"),
                   ("s", "sort by a column (same column again: reverse)"),
                   ("r", "reverse the sort"),
@@ -114,7 +116,10 @@ HELP_OTHER = [("Overview: tab to the bars, ← →, Enter",
               ("Clients: Enter", "the exchanges of that client_id"),
               ("Topics: Enter", "the exchanges touching that topic"),
               ("Issues: Enter", "go to the issue's exchange"),
-              ("Issues: e", "warnings and errors only (toggle)")]
+              ("Issues: e", "warnings and errors only (toggle)"),
+              ("Groups: Enter", "the group: members, rebalances, last commits"),
+              ("Group: Enter", "the exchanges of the rebalance or commit under the cursor"),
+              ("Group: tab, s, r, Esc", "next table, sort it, reverse, back")]
 
 
 class KafkaSniffApp(App):
@@ -137,6 +142,7 @@ class KafkaSniffApp(App):
         Binding("4", "show('clients')", "Clients", show=False),
         Binding("5", "show('topics')", "Topics", show=False),
         Binding("6", "show('issues')", "Issues", show=False),
+        Binding("7", "show('groups')", "Groups", show=False),
         Binding("question_mark", "help", "Help"),
         Binding("q", "quit", "Quit"),
     ]
@@ -153,6 +159,7 @@ class KafkaSniffApp(App):
         self._dirty: set[str] = set()
         self._shown: dict[str, object] = {}
         self._issues_seen = 0
+        self.groups = None          # the source's latest GroupsReport
         self.saving: threading.Event | None = None
         self.last_saved: str | None = None
         self.ingest_count = 0
@@ -180,6 +187,8 @@ class KafkaSniffApp(App):
                                 id="topics-pane")
             with TabPane("6 Issues", id="issues"):
                 yield IssuesPane(id="issues-pane")
+            with TabPane("7 Groups", id="groups"):
+                yield GroupsPane(id="groups-pane")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -214,11 +223,17 @@ class KafkaSniffApp(App):
             self.snapshot = update.snapshot
             self._dirty.update(("overview", "connections", "clients", "topics"))
             self._refresh_active()
+        if update.groups is not None:
+            self.groups = update.groups
+            self.query_one("#groups-pane", GroupsPane).update(update.groups)
         if update.progress is not None:
             self.progress = update.progress
             if update.progress.error:
                 self.notify(f"reading stopped: {update.progress.error}", severity="error",
                             timeout=10)
+            if update.progress.finished and self.groups is None:
+                self.query_one("#groups-pane", GroupsPane).show_state(
+                    loading=False, error=getattr(self.source, "groups_error", None))
         self._status()
 
     def _status(self) -> None:
@@ -307,7 +322,8 @@ class KafkaSniffApp(App):
     def _focus_tab(self, tab: str) -> None:
         ids = {"overview": "#ov-apis", "exchanges": "#ex-table",
                "connections": "#connections-table", "clients": "#clients-table",
-               "topics": "#topics-table", "issues": "#issues-table"}
+               "topics": "#topics-table", "issues": "#issues-table",
+               "groups": "#groups-table"}
         try:
             self.query_one(ids[tab]).focus()
         except Exception:  # noqa: BLE001 - not mounted yet
@@ -331,6 +347,7 @@ class KafkaSniffApp(App):
         """Show the Exchanges view filtered by ``f``."""
         pane = self.exchanges_pane()
         self.query_one(TabbedContent).active = "exchanges"
+        pane.refs = None
         pane.set_filter(f, keep_row=None)
         self._focus_tab("exchanges")
 
@@ -338,7 +355,18 @@ class KafkaSniffApp(App):
         """Show the Exchanges view limited to ``[from_ns, to_ns)`` (the filter kept)."""
         pane = self.exchanges_pane()
         self.query_one(TabbedContent).active = "exchanges"
+        pane.refs = None
         pane.set_time_range(time_range)
+        self._focus_tab("exchanges")
+
+    def jump_to_refs(self, label: str, refs) -> None:
+        """Show the Exchanges view limited to the exchanges ``refs`` names
+        (:class:`~kafkasniff.groups.model.ExchangeRef` values: connection id, correlation
+        id, request time), e.g. those a rebalance was read from; ``label`` names them in the
+        bar. The filter and the time range are cleared."""
+        pane = self.exchanges_pane()
+        self.query_one(TabbedContent).active = "exchanges"
+        pane.set_refs(label, refs)
         self._focus_tab("exchanges")
 
     def open_from_table(self, kind: str, row) -> None:

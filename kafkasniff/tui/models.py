@@ -10,17 +10,24 @@ import time as _time
 from array import array
 from typing import Sequence
 
+from kafkasniff.groups.model import assignment_text
 from kafkasniff.output.filters import STATUSES
 from kafkasniff.output.render import format_ms
 from kafkasniff.tui.aggregates import ClientRow, ConnRow, StatRow, TopicRow
-from kafkasniff.tui.store import SummaryStore
+from kafkasniff.tui.store import F_LONG_POLL, SummaryStore
 from kafkasniff.tui.widgets import Column
 
+#: what marks a long-poll in the Status cell of the Exchanges table (``paired lp``)
+LONG_POLL_MARK = " lp"
 
-def status_cell(status: str, has_errors: bool) -> tuple[str, str]:
+
+def status_cell(status: str, has_errors: bool, long_poll: bool = False) -> tuple[str, str]:
     """The Status cell: the :class:`~kafkasniff.model.ExchangeStatus` value as every output
     shows it, styled ``error`` when the response carried an error code, ``warning`` when
-    the exchange is not paired."""
+    the exchange is not paired; a long-poll (the broker held it by design, its latency is
+    out of the percentiles) is marked ``paired lp`` (dimmed when without errors)."""
+    if long_poll:
+        return status + LONG_POLL_MARK, "error" if has_errors else "dim"
     return status, "error" if has_errors else "" if status == "paired" else "warning"
 
 
@@ -44,6 +51,7 @@ def fmt_ms(ns: int | None) -> str:
     """Nanoseconds shown as milliseconds with 3 decimals, as ``read`` prints latencies
     (``-`` when unknown: ``None`` or negative)."""
     return format_ms(None if ns is not None and ns < 0 else ns)
+
 
 
 def parse_time(text: str, ref_ns: int) -> int:
@@ -187,7 +195,7 @@ class ExchangeModel:
             cid if cid is not None else "-",
             f"{t.endpoints.items[c['client'][r]]} → {t.endpoints.items[c['broker'][r]]}",
             fmt_ms(c["latency"][r]),
-            status_cell(status, bool(errors)),
+            status_cell(status, bool(errors), bool(c["flags"][r] & F_LONG_POLL)),
             (str(c["err_n"][r]), "error") if errors else "",
             (", ".join(labels), "error") if errors else "",
             (str(thr), "warning" if thr > 0 else "dim") if thr >= 0 else "",
@@ -212,7 +220,8 @@ def stat_columns(first: str, width: int = 20, max_width: int = 40) -> list[Colum
     broker, client id) of ``width`` cells, growing to ``max_width`` when there is room; the
     rest of the spare width goes to the error names (``NAME×count``). ``Err`` counts the
     exchanges with an error code; latencies are p50, p90, p99 and max of the paired
-    exchanges."""
+    exchanges that are not long-polls; ``LP`` counts the long-polls (the broker held them by
+    design, :mod:`kafkasniff.content.waits`) and ``LP p50`` is their median."""
     return [
         Column("key", first, width, priority=0, flex=1, max_width=max_width),
         Column("count", "Count", 9, "right", priority=0),
@@ -223,6 +232,8 @@ def stat_columns(first: str, width: int = 20, max_width: int = 40) -> list[Colum
         Column("p90", "p90", 10, "right", priority=3),
         Column("p99", "p99", 10, "right", priority=0),
         Column("max", "Max", 10, "right", priority=3),
+        Column("long_polls", "LP", 6, "right", priority=2),
+        Column("long_poll_p50", "LP p50", 10, "right", priority=4),
         Column("throttled", "Throttled", 9, "right", priority=3),
         Column("throttle_total", "Thr total", 10, "right", priority=4),
         Column("bytes", "Req/resp bytes", 16, "right", priority=4),
@@ -238,6 +249,8 @@ STAT_SORT = {
     "error_names": lambda r: (r.errors[0][1] if r.errors else 0, r.error_exchanges),
     "p50": lambda r: r.p50_ns or -1, "p90": lambda r: r.p90_ns or -1,
     "p99": lambda r: r.p99_ns or -1, "max": lambda r: r.max_ns or -1,
+    "long_polls": lambda r: r.long_polls,
+    "long_poll_p50": lambda r: r.long_poll_p50_ns or -1,
     "throttled": lambda r: r.throttled, "throttle_total": lambda r: r.throttle_total_ms,
     "bytes": lambda r: r.request_bytes + r.response_bytes,
 }
@@ -250,6 +263,8 @@ def stat_cells(r: StatRow) -> tuple:
             (fmt_count(r.error_exchanges), "error") if r.error_exchanges else "0",
             (errs, "error") if errs else "",
             fmt_ms(r.p50_ns), fmt_ms(r.p90_ns), fmt_ms(r.p99_ns), fmt_ms(r.max_ns),
+            (fmt_count(r.long_polls), "dim") if r.long_polls else "0",
+            (fmt_ms(r.long_poll_p50_ns), "dim") if r.long_polls else "-",
             (fmt_count(r.throttled), "warning") if r.throttled else "0",
             f"{r.throttle_total_ms}ms",
             f"{fmt_bytes(r.request_bytes)}/{fmt_bytes(r.response_bytes)}")
@@ -304,6 +319,7 @@ CONN_COLUMNS = [
     Column("errors", "Errors", 6, "right", priority=1),
     Column("issues", "Issues", 6, "right", priority=2),
     Column("max_latency", "Max lat", 11, "right", priority=2),
+    Column("long_polls", "LP", 5, "right", priority=2),
     Column("bytes", "Req/resp bytes", 16, "right", priority=3),
     Column("state", "State", 14, priority=1),
     Column("kind", "Kind", 7, priority=4),
@@ -316,7 +332,7 @@ CONN_SORT = {
     "conn_id": lambda r: r.conn_id, "client": lambda r: r.client, "broker": lambda r: r.broker,
     "client_id": lambda r: r.client_id.lower(), "exchanges": lambda r: r.exchanges,
     "errors": lambda r: r.error_exchanges, "issues": lambda r: r.issues,
-    "max_latency": lambda r: r.max_latency_ns or -1,
+    "max_latency": lambda r: r.max_latency_ns or -1, "long_polls": lambda r: r.long_polls,
     "bytes": lambda r: r.request_bytes + r.response_bytes, "state": lambda r: r.state,
     "kind": lambda r: r.kind, "sasl": lambda r: r.sasl, "gaps": lambda r: r.gap_bytes,
     "first": lambda r: r.first_ts_ns,
@@ -328,6 +344,7 @@ def conn_cells(r: ConnRow) -> tuple:
     return (str(r.conn_id), r.client, r.broker, r.client_id or "-", fmt_count(r.exchanges),
             (str(r.error_exchanges), "error") if r.error_exchanges else "0",
             (str(r.issues), "warning") if r.issues else "0", fmt_ms(r.max_latency_ns),
+            (str(r.long_polls), "dim") if r.long_polls else "0",
             f"{fmt_bytes(r.request_bytes)}/{fmt_bytes(r.response_bytes)}",
             (r.state, "ok" if r.state == "open" else ""), r.kind, r.sasl,
             (str(r.gap_bytes), "warning") if r.gap_bytes else "0", fmt_time(r.first_ts_ns))
@@ -407,3 +424,174 @@ class IssueModel:
         return (fmt_time(iss.ts_ns),
                 (sev, "error" if sev == "error" else "warning" if sev == "warning" else "dim"),
                 str(iss.kind), where, exch, iss.message)
+
+
+# ------------------------------------------------------------------------------------ groups
+
+#: The Groups view's columns (one row per group of the consumer-group analysis,
+#: :class:`~kafkasniff.groups.model.Group`). ``Gen/epoch``: the last classic generation or the
+#: largest KIP-848 / share member epoch; ``Longest`` / ``Last``: the longest and the last
+#: rebalance's duration (``open`` when it did not end in the capture); ``Commits``: commit
+#: requests (OffsetCommit, TxnOffsetCommit); Errors: the group's answers' error names.
+GROUP_COLUMNS = [
+    Column("group_id", "Group id", 20, priority=0, flex=1, max_width=40),
+    Column("protocol", "Protocol", 8, priority=0),
+    Column("coordinator", "Coordinator", 21, priority=3),
+    Column("members", "Members", 7, "right", priority=1),
+    Column("generation", "Gen/epoch", 9, "right", priority=3),
+    Column("rebalances", "Rebal", 5, "right", priority=0),
+    Column("longest", "Longest", 11, "right", priority=1),
+    Column("last", "Last", 11, "right", priority=2),
+    Column("commits", "Commits", 7, "right", priority=2),
+    Column("errors", "Errors", 14, priority=1, flex=3, grow_to=22),
+]
+
+
+def _longest(g):
+    """The group's longest rebalance (one that never ended counts as the longest)."""
+    if not g.rebalances:
+        return None
+    return max(g.rebalances, key=lambda r: (r.end_ts_ns is None, r.duration_ns or 0))
+
+
+def group_commit_requests(g) -> int:
+    """Commit requests of a group (its commit rows are per partition)."""
+    return len({(c.exchange.conn_id, c.exchange.correlation_id, c.exchange.ts_ns)
+                for c in g.commits})
+
+
+GROUP_SORT = {
+    "group_id": lambda g: g.group_id.lower(), "protocol": lambda g: g.protocol,
+    "coordinator": lambda g: g.coordinator or "", "members": lambda g: len(g.members),
+    "generation": lambda g: g.generation_id, "rebalances": lambda g: len(g.rebalances),
+    "longest": lambda g: (lambda r: -1 if r is None else
+                          (1 << 62) if r.duration_ns is None else r.duration_ns)(_longest(g)),
+    "last": lambda g: -1 if not g.rebalances else (
+        (1 << 62) if g.rebalances[-1].duration_ns is None else g.rebalances[-1].duration_ns),
+    "commits": group_commit_requests,
+    "errors": lambda g: sum(n for _, n in g.errors),
+}
+
+
+def group_cells(g) -> tuple:
+    """The cells of a :class:`~kafkasniff.groups.model.Group` in the order of
+    :data:`GROUP_COLUMNS`."""
+    errs = error_counts(g.errors)
+
+    def duration(r):
+        if r is None:
+            return "-"
+        return ("open", "warning") if r.end_ts_ns is None else fmt_ms(r.duration_ns)
+    return (g.group_id, g.protocol, g.coordinator or "-", fmt_count(len(g.members)),
+            str(g.generation_id) if g.generation_id >= 0 else "-",
+            fmt_count(len(g.rebalances)), duration(_longest(g)),
+            duration(g.rebalances[-1] if g.rebalances else None),
+            fmt_count(group_commit_requests(g)), (errs, "error") if errs else "")
+
+
+#: Members of a group (drill-down).
+MEMBER_COLUMNS = [
+    Column("member_id", "Member id", 20, priority=0, flex=1, max_width=60),
+    Column("instance", "Instance id", 14, priority=1, flex=1, max_width=30),
+    Column("client_id", "Client id", 14, priority=0, flex=1, max_width=30),
+    Column("host", "Host", 15, priority=2),
+    Column("joined", "Joined", 15, priority=3),
+    Column("left", "Left", 31, priority=3),
+    Column("generation", "Gen/ep", 6, "right", priority=2),
+    Column("assignment", "Assignment", 20, priority=0, flex=3),
+]
+
+MEMBER_SORT = {
+    "member_id": lambda m: m.member_id, "instance": lambda m: m.group_instance_id or "",
+    "client_id": lambda m: m.client_id or "", "host": lambda m: m.client_host,
+    "joined": lambda m: m.joined_ts_ns or 0, "left": lambda m: m.left_ts_ns or 0,
+    "generation": lambda m: max(m.generation_id, m.member_epoch),
+    "assignment": lambda m: sum(len(ps) for _, ps in m.assignment or ()),
+}
+
+
+def member_cells(m) -> tuple:
+    """The cells of a :class:`~kafkasniff.groups.model.Member` (:data:`MEMBER_COLUMNS`)."""
+    left = "-"
+    if m.left_ts_ns is not None:
+        left = (f"{fmt_time(m.left_ts_ns)} {m.left_reason or ''}".rstrip(),
+                "warning" if m.left_reason in ("session_timeout", "fenced") else "")
+    gen = max(m.generation_id, m.member_epoch)
+    return (m.member_id, m.group_instance_id or "-", m.client_id or "-", m.client_host or "-",
+            fmt_time(m.joined_ts_ns) if m.joined_ts_ns is not None else "-", left,
+            str(gen) if gen >= 0 else "-", assignment_text(m.assignment))
+
+
+#: Rebalances of a group (drill-down); Enter shows the exchanges each was read from.
+REBALANCE_COLUMNS = [
+    Column("index", "#", 3, "right", priority=0),
+    Column("start", "Start (UTC)", 15, priority=0),
+    Column("end", "End (UTC)", 15, priority=3),
+    Column("duration", "Duration", 11, "right", priority=0),
+    Column("trigger", "Trigger", 18, priority=0, flex=1, max_width=50),
+    Column("generation", "Gen/ep", 6, "right", priority=2),
+    Column("members", "Memb", 4, "right", priority=2),
+    Column("errors", "Errors", 14, priority=1, flex=1, max_width=60),
+    Column("assignment", "Assignment after", 20, priority=1, flex=3),
+]
+
+REBALANCE_SORT = {
+    "index": lambda r: r.index, "start": lambda r: r.start_ts_ns,
+    "end": lambda r: r.end_ts_ns or (1 << 62),
+    "duration": lambda r: (1 << 62) if r.duration_ns is None else r.duration_ns,
+    "trigger": lambda r: r.trigger, "generation": lambda r: r.generation_id,
+    "members": lambda r: len(r.members), "errors": lambda r: len(r.errors),
+    "assignment": lambda r: len(r.assignment),
+}
+
+
+def rebalance_trigger(r) -> str:
+    """``join 0x7f…``, ``error REBALANCE_IN_PROGRESS``: the trigger with its error or
+    member."""
+    return " ".join(x for x in (r.trigger, r.trigger_error, r.trigger_member) if x)
+
+
+def rebalance_assignment(r) -> str:
+    """``member: topic[0,1]; other: topic[2]`` (members of the assignment after ``r``)."""
+    return "; ".join(f"{m}: {assignment_text(a)}" for m, a in r.assignment) or "-"
+
+
+def rebalance_cells(r) -> tuple:
+    """The cells of a :class:`~kafkasniff.groups.model.Rebalance`
+    (:data:`REBALANCE_COLUMNS`)."""
+    return (str(r.index), fmt_time(r.start_ts_ns),
+            fmt_time(r.end_ts_ns) if r.end_ts_ns is not None else ("open", "warning"),
+            (fmt_ms(r.duration_ns) if r.duration_ns is not None else "open",
+             "" if r.complete else "warning"),
+            (rebalance_trigger(r), "error" if r.trigger in ("error", "session_timeout")
+             else ""),
+            str(r.generation_id) if r.generation_id >= 0 else "-", str(len(r.members)),
+            (", ".join(r.errors), "error") if r.errors else "", rebalance_assignment(r))
+
+
+#: The last commits of a group (drill-down); Enter shows the commit's exchange.
+COMMIT_COLUMNS = [
+    Column("time", "Time (UTC)", 15, priority=0),
+    Column("topic", "Topic", 16, priority=0, flex=1, max_width=40),
+    Column("partition", "Part", 4, "right", priority=0),
+    Column("offset", "Offset", 10, "right", priority=0),
+    Column("latency", "Latency", 10, "right", priority=1),
+    Column("lag", "Lag", 8, "right", priority=1),
+    Column("error", "Error", 14, priority=1, flex=1, max_width=40),
+    Column("member", "Member id", 16, priority=3, flex=1, max_width=60),
+]
+
+COMMIT_SORT = {
+    "time": lambda c: c.ts_ns, "topic": lambda c: c.topic, "partition": lambda c: c.partition,
+    "offset": lambda c: c.committed_offset, "latency": lambda c: c.latency_ns or -1,
+    "lag": lambda c: -1 if c.lag is None else c.lag, "error": lambda c: c.error or "",
+    "member": lambda c: c.member_id,
+}
+
+
+def commit_cells(c) -> tuple:
+    """The cells of a :class:`~kafkasniff.groups.model.Commit` (:data:`COMMIT_COLUMNS`)."""
+    return (fmt_time(c.ts_ns), c.topic, str(c.partition), str(c.committed_offset),
+            fmt_ms(c.latency_ns) if c.answered else ("unanswered", "warning"),
+            str(c.lag) if c.lag is not None else "-",
+            (c.error, "error") if c.error else "", c.member_id or "-")

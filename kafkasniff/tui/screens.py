@@ -236,6 +236,7 @@ def build_tree(tree: Tree, detail: Detail, info: "RowInfo") -> None:
         ("time", fmt_date_time(info.ts_ns) + " UTC"),
         ("status", info.status + (" (inferred)" if info.inferred else "")),
         ("latency", fmt_ms(info.latency_ns)),
+        ("long_poll", _long_poll_text(ex, info)),
         ("errors", ", ".join(info.errors) or "none"),
         ("throttle_time_ms", "-" if info.throttle_time_ms is None else str(info.throttle_time_ms)),
         ("topics", ", ".join(info.topics) or "-"),
@@ -294,6 +295,16 @@ def build_tree(tree: Tree, detail: Detail, info: "RowInfo") -> None:
                      else "dim")
         label.append(f" {iss.kind}{where}: {iss.message}")
         inode.add_leaf(label, NodeData(None, "issues"))
+
+
+def _long_poll_text(ex, info: "RowInfo") -> str:
+    """``yes (fetch_max_wait: kept out of the latency percentiles)`` or ``no``: the
+    long-poll rule of docs/long-polls.md the exchange matched (the decoded exchange's, else
+    the summary's flag)."""
+    rule = ex.long_poll_rule if ex is not None else None
+    if rule or info.long_poll:
+        return f"yes ({rule or 'rule not known'}: kept out of the latency percentiles)"
+    return "no"
 
 
 def span_for(detail: Detail, data: NodeData | None) -> tuple[str | None, tuple[int, int] | None]:
@@ -589,6 +600,10 @@ class FilterScreen(Dialog):
                         id="f-latency", type="number")
             yield Checkbox("Errors only (a Kafka error code)", f.errors_only, id="f-errors")
             yield Checkbox("Issues only (a decode issue)", f.issues_only, id="f-issues")
+            yield Label("Long-polls (exchanges the broker held by design: an idle Fetch ...)")
+            yield Select([("only long-polls", "only"), ("no long-polls", "none")],
+                         value={True: "only", False: "none"}.get(f.long_poll, Select.NULL),
+                         id="f-long-poll", allow_blank=True, prompt="any")
             with Horizontal():
                 yield Button("Apply", variant="primary", id="f-apply")
                 yield Button("Clear", id="f-clear")
@@ -607,10 +622,12 @@ class FilterScreen(Dialog):
             min_lat = float(lat) if lat else None
         except ValueError:
             min_lat = None
+        lp = self.query_one("#f-long-poll", Select).value
         return Filter(apis, val("#f-client"), val("#f-broker"), val("#f-topic"),
                       status if isinstance(status, str) else "",
                       self.query_one("#f-errors", Checkbox).value,
-                      self.query_one("#f-issues", Checkbox).value, min_lat)
+                      self.query_one("#f-issues", Checkbox).value, min_lat,
+                      {"only": True, "none": False}.get(lp) if isinstance(lp, str) else None)
 
     @on(Input.Submitted)
     def _submitted(self) -> None:

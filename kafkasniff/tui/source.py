@@ -90,6 +90,9 @@ class SourceUpdate:
     chunks: list[SummaryChunk] = field(default_factory=list)
     snapshot: Snapshot | None = None
     progress: Progress | None = None
+    #: the latest consumer-group analysis (:class:`~kafkasniff.groups.model.GroupsReport`),
+    #: ``None`` when no new one was made since the last drain
+    groups: object | None = None
 
 
 class DataSource:
@@ -104,12 +107,16 @@ class DataSource:
         tables: the interned tables the chunks refer to (give them to the
             :class:`~kafkasniff.tui.store.SummaryStore`).
         show_secrets: secrets are shown (``--show-secrets``); else redacted everywhere.
+        has_groups: the source publishes a consumer-group analysis
+            (:attr:`SourceUpdate.groups`, a :class:`~kafkasniff.groups.model.GroupsReport`)
+            for the Groups view; ``False`` (the default): the view says it is not available.
     """
 
     title = ""
     short_title = ""
     live = False
     show_secrets = False
+    has_groups = False
 
     def __init__(self) -> None:
         self.tables = Tables()
@@ -186,9 +193,10 @@ class ThreadedSource(DataSource):
         raise NotImplementedError
 
     def publish(self, chunk: SummaryChunk | None = None, snapshot: Snapshot | None = None,
-                progress: Progress | None = None) -> None:
+                progress: Progress | None = None, groups=None) -> None:
         """Queue a batch for the UI (any thread); notifies the UI if it is not already
-        notified of an undrained batch."""
+        notified of an undrained batch. ``groups``: a new
+        :class:`~kafkasniff.groups.model.GroupsReport` (the latest one wins)."""
         with self._lock:
             p = self._pending
             if chunk is not None:
@@ -197,6 +205,8 @@ class ThreadedSource(DataSource):
                 p.snapshot = snapshot
             if progress is not None:
                 p.progress = progress
+            if groups is not None:
+                p.groups = groups
             notify = not self._notified
             self._notified = True
         if notify and self._notify is not None:
@@ -254,10 +264,17 @@ class FileSource(ThreadedSource):
     ``few_rows``: up to this many rows are saved by decoding each from its frames; more by
     decoding the capture again.
 
+    Consumer groups (``has_groups``): every exchange also feeds a
+    :class:`~kafkasniff.groups.analysis.GroupAnalyzer`; its report is published with the
+    last batch, and with the full snapshots while loading as long as the capture has at most
+    :attr:`groups_live_events` group exchanges (the analysis replays them all each time).
+
     Frames are found again through the sparse index (:mod:`kafkasniff.capture.frames`):
     uncompressed files are reopened at the checkpoint before the frame; gzip-compressed
     files are read again from their start up to the frame.
     """
+
+    has_groups = True
 
     def __init__(self, sources: Sequence[str], options=None, *,
                  checkpoint_every: int = DEFAULT_CHECKPOINT_EVERY, interval_s: float = 0.25,
@@ -283,6 +300,8 @@ class FileSource(ThreadedSource):
         self._detail_content = None
         self._ctx_lock = threading.Lock()
         self.few_rows = 100
+        self.groups_live_events = 5_000
+        self.groups_error: str | None = None
 
     # ------------------------------------------------------------------ the thread
     def _sizes(self) -> list[int | None]:
@@ -295,12 +314,15 @@ class FileSource(ThreadedSource):
         return out
 
     def _run(self) -> None:
+        from kafkasniff.groups.analysis import GroupAnalyzer
         from kafkasniff.model import ConnectionSummary
         from kafkasniff.pipeline import Pipeline
 
         pipe = Pipeline(self.options)
         self.pipeline = pipe
         agg = Aggregates(pipe.topics, pipe.defs)
+        groups = GroupAnalyzer(pipe.defs)
+        groups_seen = -1          # group exchanges in the last report published
         builder = SummaryBuilder(self.tables, error_counts=agg.error_counts)
         # kept beyond the thread: freeing them all at its end would hold the GIL (and pause
         # the UI) for a noticeable moment
@@ -322,6 +344,7 @@ class FileSource(ThreadedSource):
                 if t is Ex:
                     builder.add(rec)
                     agg.add(rec)
+                    groups.add(rec)
                     n += 1
                 elif t is Issue:
                     builder.add_issue(rec)
@@ -331,13 +354,22 @@ class FileSource(ThreadedSource):
             return n
 
         def publish(current: str, done: int, finished: bool = False) -> None:
-            nonlocal n_pub, snap
+            nonlocal n_pub, snap, groups_seen
             full = finished or n_pub % 4 == 0
             snap = agg.snapshot(full=full, pipeline=pipe.stats.to_dict(), previous=snap)
             n_pub += 1
+            report = None
+            n_events = len(groups.events)
+            if finished or (full and n_events != groups_seen
+                            and n_events <= self.groups_live_events):
+                groups_seen = n_events
+                try:
+                    report = groups.finish(pipe.topics.names)
+                except Exception as exc:  # noqa: BLE001 - the groups view says so, loading goes on
+                    self.groups_error = f"{type(exc).__name__}: {exc}"
             self.publish(builder.take(), snap,
                          Progress(done, total, False, finished, pipe.stats.packets, exchanges,
-                                  current, time.monotonic() - self.t0))
+                                  current, time.monotonic() - self.t0), groups=report)
 
         for no, src in enumerate(self.sources):
             name = "<stdin>" if src == "-" else os.path.basename(src)

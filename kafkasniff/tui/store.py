@@ -40,6 +40,7 @@ F_EXTRA = 8          # the row has an entry in SummaryStore.extra
 F_KAFKA07 = 16       # decoded in the Kafka 0.7 wire format
 F_REQ_REDACTED = 32  # the request / response body was redacted whole (content.redaction)
 F_RESP_REDACTED = 64
+F_LONG_POLL = 128    # the broker held the response by design (content.waits, long_poll)
 
 #: Issues kept with their message (beyond this only counts are kept; see docs/tui.md).
 MAX_KEPT_ISSUES = 200_000
@@ -146,7 +147,9 @@ class RowInfo(NamedTuple):
     ``req_offset``/``resp_offset`` offsets in their TCP stream; ``wire_format`` the
     :class:`~kafkasniff.model.WireFormat` the exchange was decoded in;
     ``req_redacted``/``resp_redacted`` whether the pipeline redacted that body whole
-    (:mod:`kafkasniff.content.redaction`: the detail view redacts it again).
+    (:mod:`kafkasniff.content.redaction`: the detail view redacts it again); ``long_poll``
+    whether the exchange is a long-poll (:mod:`kafkasniff.content.waits`: a Fetch that waited
+    out ``MaxWaitMs`` ...; its latency is kept out of the percentiles).
     """
 
     row: int
@@ -184,6 +187,7 @@ class RowInfo(NamedTuple):
     wire_format: WireFormat = WireFormat.KAFKA
     req_redacted: bool = False
     resp_redacted: bool = False
+    long_poll: bool = False
 
 
 class SummaryBuilder:
@@ -292,6 +296,8 @@ class SummaryBuilder:
             flags |= F_INFERRED
         if ex.wire_format is WireFormat.KAFKA07:
             flags |= F_KAFKA07
+        if ex.long_poll:
+            flags |= F_LONG_POLL
         if req is not None and is_redacted(req.body):
             flags |= F_REQ_REDACTED
         if resp is not None and is_redacted(resp.body):
@@ -413,6 +419,9 @@ class _Compiled:
         if f.min_latency_ms is not None:
             ns = int(f.min_latency_ms * 1e6)
             idx = keep(cols["latency"], ns.__le__)
+        if f.long_poll is not None:
+            want = f.long_poll
+            idx = keep(cols["flags"], lambda v: bool(v & F_LONG_POLL) is want)
         for entry in self.sets:
             ids = self._refresh(entry)
             col = cols[entry[0]]
@@ -561,7 +570,8 @@ class SummaryStore:
             bool(flags & F_RESP_MISSING), self.extra.get(i, {}) if flags & F_EXTRA else {},
             c["req_off"][i], c["resp_off"][i],
             WireFormat.KAFKA07 if flags & F_KAFKA07 else WireFormat.KAFKA,
-            bool(flags & F_REQ_REDACTED), bool(flags & F_RESP_REDACTED))
+            bool(flags & F_REQ_REDACTED), bool(flags & F_RESP_REDACTED),
+            bool(flags & F_LONG_POLL))
 
     def issue_at(self, k: int) -> tuple[int, DecodeIssue]:
         """Kept issue ``k``: ``(row of its exchange or -1, the issue)``."""
@@ -584,10 +594,13 @@ class SummaryStore:
         return _Compiled(f, self.tables) if f.active else None
 
     def filter_rows(self, compiled: _Compiled | None, start: int, end: int,
-                    time_range: tuple[int, int] | None = None) -> array:
+                    time_range: tuple[int, int] | None = None,
+                    refs: frozenset | None = None) -> array:
         """Rows in ``[start, end)`` passing the compiled filter, as ``array('i')``; with
         ``time_range`` ``(from_ns, to_ns)`` only those whose request (or first frame) time
-        is in ``[from_ns, to_ns)`` (ns since the epoch)."""
+        is in ``[from_ns, to_ns)`` (ns since the epoch); with ``refs``, a set of
+        ``(conn_id, correlation_id, ts_ns)`` (the exchanges named by the consumer-group
+        analysis, :class:`~kafkasniff.groups.model.ExchangeRef`), only those exchanges."""
         if compiled is None:
             rows = array("i", range(start, end))
         else:
@@ -596,6 +609,10 @@ class SummaryStore:
             lo, hi = time_range
             ts = self.columns["ts"]
             rows = array("i", [r for r in rows if lo <= ts[r] < hi])
+        if refs is not None:
+            c = self.columns
+            conn, corr, ts = c["conn"], c["corr"], c["ts"]
+            rows = array("i", [r for r in rows if (conn[r], corr[r], ts[r]) in refs])
         return rows
 
     def sort(self, view: array, key: str, reverse: bool = False) -> array:

@@ -206,3 +206,19 @@ def test_active():
     assert not Filter().active
     assert not Filter(apis=(), client="", min_latency_ms=None).active
     assert Filter(status="paired").active and Filter(issues_only=True).active
+
+
+def test_long_poll_tri_state():
+    """``long_poll`` True keeps only long-polls, False only the others, None either (the
+    TUI's "hide long-polls" next to a minimum latency)."""
+    lp = ex(api_key=1, api_name="Fetch", latency_ns=500_000_000, long_poll=True,
+            long_poll_rule="fetch_max_wait")
+    served = ex(api_key=1, api_name="Fetch", latency_ns=500_000_000)
+    assert keeps(Filter(long_poll=True), lp) and not keeps(Filter(long_poll=True), served)
+    assert keeps(Filter(long_poll=False), served) and not keeps(Filter(long_poll=False), lp)
+    assert Filter().long_poll is None and Filter().predicate() is None
+    slow = Filter(min_latency_ms=100, long_poll=False)
+    assert keeps(slow, served) and not keeps(slow, lp)
+    assert Filter(long_poll=True).active and Filter(long_poll=False).active
+    assert Filter(long_poll=True).describe() == "long-polls"
+    assert Filter(long_poll=False).describe() == "no-long-polls"

@@ -10,8 +10,11 @@ from __future__ import annotations
 from textual.widgets import Tree
 
 from kafkasniff.tui.screens import DetailScreen
+from tests.conftest import CAPTURES
 
 from .conftest import COMPRESSION, ERR, make_app, wait_for, wait_loaded
+
+REBALANCE = CAPTURES / "librdkafka_rebalance.pcap"
 
 
 def _then(*keys):
@@ -102,3 +105,34 @@ def test_detail_with_field_highlight(snap_compare):
 def test_detail_80x24(snap_compare):
     assert snap_compare(make_app(COMPRESSION), terminal_size=(80, 24),
                         run_before=_detail(("Request", "header", "client_id")))
+
+
+def _groups(*keys):
+    async def run(pilot) -> None:
+        await wait_loaded(pilot)
+        await wait_for(pilot, lambda: pilot.app.groups is not None)
+        await pilot.press("7")
+        await pilot.pause()
+        for k in keys:
+            await pilot.press(k)
+            await pilot.pause()
+        await pilot.pause()
+    return run
+
+
+def test_groups_80x24(snap_compare):
+    assert snap_compare(make_app(REBALANCE), terminal_size=(80, 24), run_before=_groups())
+
+
+def test_groups_200x50(snap_compare):
+    assert snap_compare(make_app(REBALANCE), terminal_size=(200, 50), run_before=_groups())
+
+
+def test_group_drill_down_80x24(snap_compare):
+    assert snap_compare(make_app(REBALANCE), terminal_size=(80, 24),
+                        run_before=_groups("enter", "down"))
+
+
+def test_group_drill_down_200x50(snap_compare):
+    assert snap_compare(make_app(REBALANCE), terminal_size=(200, 50),
+                        run_before=_groups("enter", "down"))

@@ -204,6 +204,10 @@ async def test_status_is_the_exchange_status_and_errors_show_as_errors():
         for i in range(len(model)):
             info = app.store.row(p.view[i])
             text, style = model.cells(i)[status_col]
+            if info.long_poll:                 # marked (docs/long-polls.md), dimmed
+                assert text == info.status + " lp" and info.status == "paired"
+                assert style == ("error" if info.errors else "dim")
+                continue
             assert text == info.status and text in STATUSES
             assert style == ("error" if info.errors else "" if text == "paired" else "warning")
             seen.add((text, bool(info.errors)))

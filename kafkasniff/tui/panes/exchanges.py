@@ -59,8 +59,10 @@ class ExchangesPane(Vertical):
         self.follow = bool(self.app.source.live)
         self._follow_paused = False
         self.time_range: tuple[int, int] | None = None
+        # exchanges named by the consumer-group analysis: (label, {(conn, corr, ts)})
+        self.refs: tuple[str, frozenset] | None = None
         self._generation = 0
-        self._last_filter = (self.filter, None)
+        self._last_filter = (self.filter, None, None)
         self.search_text = ""
         self._search_origin = 0
         self._sort_dirty = False
@@ -75,7 +77,8 @@ class ExchangesPane(Vertical):
         """New rows arrived in the store."""
         if not len(new):
             return
-        add = self.store.filter_rows(self.compiled, new.start, new.stop, self.time_range)
+        add = self.store.filter_rows(self.compiled, new.start, new.stop, self.time_range,
+                                     self._refs())
         if add:
             self.view.extend(add)
             if self.sort_key is not None:
@@ -95,6 +98,8 @@ class ExchangesPane(Vertical):
             parts.append("filter: " + self.filter.describe())
         if self.time_range is not None:
             parts.append("time: " + fmt_time_range(self.time_range))
+        if self.refs is not None:
+            parts.append(f"exchanges of {self.refs[0]}")
         if self.sort_key:
             parts.append(f"sort: {self.sort_key} {'▼' if self.sort_reverse else '▲'}")
         if self.search_text:
@@ -112,8 +117,22 @@ class ExchangesPane(Vertical):
 
     @property
     def narrowed(self) -> bool:
-        """A filter or a time range may hide exchanges."""
-        return self.filter.active or self.time_range is not None
+        """A filter, a time range or a set of exchanges may hide exchanges."""
+        return self.filter.active or self.time_range is not None or self.refs is not None
+
+    def _refs(self) -> frozenset | None:
+        return self.refs[1] if self.refs is not None else None
+
+    def set_refs(self, label: str, refs) -> None:
+        """Show only the exchanges ``refs`` names (``(conn_id, correlation_id, ts_ns)``
+        tuples or :class:`~kafkasniff.groups.model.ExchangeRef` values: the exchanges a
+        rebalance or commit was read from), the filter and time range cleared; ``label``
+        says whose they are in the bar (``c`` clears)."""
+        keys = frozenset((r.conn_id, r.correlation_id, r.ts_ns) if hasattr(r, "conn_id")
+                         else tuple(r) for r in refs)
+        self.refs = (label, keys)
+        self.time_range = None
+        self.set_filter(Filter(), keep_row=None)
 
     def set_time_range(self, time_range: tuple[int, int] | None,
                        keep_row: int | None = None) -> None:
@@ -131,9 +150,9 @@ class ExchangesPane(Vertical):
 
     def _recompute(self, keep_row: int | None) -> None:
         """Filter and sort the whole store again (in a thread)."""
-        self._set_busy("sorting…" if (self.filter, self.time_range) == self._last_filter
-                       else "filtering…")
-        self._last_filter = (self.filter, self.time_range)
+        key = (self.filter, self.time_range, self.refs)
+        self._set_busy("sorting…" if key == self._last_filter else "filtering…")
+        self._last_filter = key
         self._generation += 1
         self._recompute_worker(keep_row, self._generation)
 
@@ -143,9 +162,10 @@ class ExchangesPane(Vertical):
         store = self.store
         compiled = self.compiled
         time_range = self.time_range
+        refs = self._refs()
         n = len(store)
         try:
-            view = store.filter_rows(compiled, 0, n, time_range)
+            view = store.filter_rows(compiled, 0, n, time_range, refs)
             if self.sort_key is not None:
                 view = store.sort(view, self.sort_key, self.sort_reverse)
         except Exception as exc:  # noqa: BLE001 - a bug must not take the app down
@@ -161,7 +181,7 @@ class ExchangesPane(Vertical):
         late = n < len(self.store)        # rows arrived while computing: appended unsorted
         if late:
             view.extend(self.store.filter_rows(self.compiled, n, len(self.store),
-                                               self.time_range))
+                                               self.time_range, self._refs()))
         self.view = view
         self._sort_dirty = late and self.sort_key is not None
         self._busy = ""
@@ -219,6 +239,7 @@ class ExchangesPane(Vertical):
 
     def action_clear_filter(self) -> None:
         self.time_range = None
+        self.refs = None
         self.set_filter(Filter())
 
     def action_edit_time_range(self) -> None:
@@ -396,6 +417,7 @@ class ExchangesPane(Vertical):
         except ValueError:
             if self.narrowed:
                 self.time_range = None
+                self.refs = None
                 self.set_filter(Filter(), keep_row=row)
                 return True
             return False

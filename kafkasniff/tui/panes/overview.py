@@ -101,6 +101,8 @@ class OverviewPane(VerticalScroll):
                     if sev.get("warning") else "")
         text.append(f"\np50 {fmt_ms(t.p50_ns)}  p90 {fmt_ms(t.p90_ns)}  p99 {fmt_ms(t.p99_ns)}"
                     f"  max {fmt_ms(t.max_ns)}"
+                    + (f" ({fmt_count(t.long_polls)} long-polls apart, p50 "
+                       f"{fmt_ms(t.long_poll_p50_ns)})" if t.long_polls else "") +
                     f"   bytes {fmt_bytes(t.request_bytes)} → / {fmt_bytes(t.response_bytes)} ←"
                     f"   {fmt_count(pipe.get('packets', 0))} packets, "
                     f"{fmt_count(pipe.get('kafka_connections', 0))} Kafka connections")

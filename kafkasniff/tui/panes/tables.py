@@ -21,8 +21,12 @@ from kafkasniff.tui.widgets import VirtualTable
 
 def _row_key(row):
     """What identifies a snapshot row from one snapshot to the next (the API, broker,
-    client_id, connection id or topic)."""
-    return row.stats.key if type(row) is ClientRow else row[0]
+    client_id, connection id, topic, or a group's id)."""
+    if type(row) is ClientRow:
+        return row.stats.key
+    if isinstance(row, tuple):
+        return row[0]
+    return getattr(row, "group_id", None)
 
 
 def set_rows(table: VirtualTable, rows, cells, sort_keys: dict) -> None:
