@@ -6,18 +6,15 @@ from __future__ import annotations
 
 import asyncio
 import os
-import pty
-import re
-import select
 import subprocess
-import time
+
+from tests.support.pty_run import PtyProcess
 
 from .helpers import CAPTURES, LIVE, broker_ports, port_args
 
 CAP = CAPTURES / "librdkafka_produce_consume.pcap"      # 62 exchanges, several connections
 LONG_NAME = ("lo (ring, 64 MB, filter 'tcp port 9092 or tcp port 9093 or tcp port 9094 or "
              "tcp port 9095')")
-ANSI = re.compile(r"\x1b\[[0-9;?<>=]*[a-zA-Z]")
 
 
 def _session(workers: int):
@@ -138,48 +135,10 @@ def _pty_live(args: list[str], keys: bytes, stderr_path=None, timeout: float = 3
     """``kafkasniff live ARGS`` on a pseudo-terminal (stdin, stdout; stderr too unless
     ``stderr_path``): waits for the UI to show 62 exchanges, types ``keys``, returns
     (exit code or None if it did not end, terminal text)."""
-    pid, fd = pty.fork()
-    if pid == 0:                                              # pragma: no cover - child
-        os.environ.update(TERM="xterm-256color", COLUMNS="120", LINES="40")
-        if stderr_path is not None:
-            err = os.open(stderr_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
-            os.dup2(err, 2)
-        os.execv(LIVE[0], LIVE + args)
-    out = b""
-
-    def read_for(seconds: float) -> None:
-        nonlocal out
-        end = time.monotonic() + seconds
-        while time.monotonic() < end:
-            ready, _, _ = select.select([fd], [], [], 0.1)
-            if ready:
-                try:
-                    chunk = os.read(fd, 65536)
-                except OSError:
-                    return
-                if not chunk:
-                    return
-                out += chunk
-
-    deadline = time.monotonic() + timeout
-    while b"62 exchanges" not in ANSI.sub("", out.decode(errors="replace")).encode() and \
-            time.monotonic() < deadline:
-        read_for(0.5)
-    os.write(fd, keys)
-    rc = None
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        read_for(0.2)
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            rc = os.waitstatus_to_exitcode(status)
-            break
-    if rc is None:
-        os.kill(pid, 9)
-        os.waitpid(pid, 0)
-    read_for(0.5)
-    os.close(fd)
-    return rc, ANSI.sub("", out.decode(errors="replace"))
+    p = PtyProcess(LIVE + args, columns=120, lines=40, stderr_path=stderr_path)
+    p.wait_for_text("62 exchanges", timeout)
+    p.type(keys)
+    return p.wait(timeout), p.text()
 
 
 def test_ctrl_c_stops_the_tui_in_order():

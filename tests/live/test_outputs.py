@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from kafkasniff.capture import open_capture
+from tests.support.pty_run import PtyProcess
 
 from .helpers import CAPTURES, LIVE, broker_ports, port_args, run_live
 
@@ -196,40 +197,12 @@ def test_tui_live_source(tmp_path):
 def test_tui_by_default_on_a_terminal():
     """On a terminal the TUI comes up (drops in its status line); q stops the capture in
     order and the summary follows; exit 0."""
-    import pty
-    import re
-    import select
-
     cap = CAPTURES / "librdkafka_produce_consume.pcap"
-    pid, fd = pty.fork()
-    if pid == 0:                                              # pragma: no cover - child
-        os.environ.update(TERM="xterm-256color", COLUMNS="160", LINES="48")
-        os.execv(LIVE[0], LIVE + ["-r", str(cap)] + port_args(broker_ports(cap)))
-    out = b""
-
-    def read_for(seconds: float) -> None:
-        nonlocal out
-        end = time.monotonic() + seconds
-        while time.monotonic() < end:
-            r, _, _ = select.select([fd], [], [], 0.1)
-            if r:
-                try:
-                    chunk = os.read(fd, 65536)
-                except OSError:
-                    return
-                if not chunk:
-                    return
-                out += chunk
-
-    deadline = time.monotonic() + 30
-    while b"62 exchanges" not in re.sub(rb"\x1b\[[0-9;?]*[a-zA-Z]", b"", out) and \
-            time.monotonic() < deadline:
-        read_for(0.5)
-    os.write(fd, b"q")
-    read_for(5)
-    _, status = os.waitpid(pid, 0)
-    os.close(fd)
-    text = re.sub(r"\x1b\[[0-9;?]*[a-zA-Z]", "", out.decode(errors="replace"))
-    assert os.waitstatus_to_exitcode(status) == 0
+    p = PtyProcess(LIVE + ["-r", str(cap)] + port_args(broker_ports(cap)), columns=160,
+                   lines=48)
+    p.wait_for_text("62 exchanges", 30)
+    p.type(b"q")
+    assert p.wait(30) == 0
+    text = p.text()
     assert "queue drops 0" in text and "62 exchanges" in text
     assert "summary: 62 exchanges" in text

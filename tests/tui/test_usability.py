@@ -3,16 +3,13 @@ on real captures (and one real ``kafkasniff tui`` process on a pseudo-terminal).
 
 from __future__ import annotations
 
-import os
-import re
-import select
 import sys
-import time
 
 import pytest
 from textual import events
 
 from kafkasniff.tui.panes import ExchangesPane
+from tests.support.pty_run import PtyProcess
 
 from .conftest import ERR, make_app, screen_text, wait_for, wait_loaded
 
@@ -89,47 +86,10 @@ main()
 def _run_on_pty(args: list[str], keys: bytes, ready: bytes, timeout: float = 60) -> tuple:
     """Run ``args`` on a pseudo-terminal (80x24), type ``keys`` once ``ready`` is on screen;
     (exit code, the screen's text without escape sequences)."""
-    import pty
-
-    pid, fd = pty.fork()
-    if pid == 0:                                              # pragma: no cover - child
-        os.environ.update(TERM="xterm-256color", COLUMNS="100", LINES="30")
-        os.execv(args[0], args)
-    out = b""
-
-    def read_for(seconds: float) -> None:
-        nonlocal out
-        end = time.monotonic() + seconds
-        while time.monotonic() < end:
-            r, _, _ = select.select([fd], [], [], 0.1)
-            if r:
-                try:
-                    chunk = os.read(fd, 65536)
-                except OSError:
-                    return
-                if not chunk:
-                    return
-                out += chunk
-
-    def plain() -> str:
-        return re.sub(r"\x1b\[[0-9;?<>=]*[a-zA-Z]", "", out.decode(errors="replace"))
-
-    deadline = time.monotonic() + timeout
-    while ready.decode() not in plain() and time.monotonic() < deadline:
-        read_for(0.5)
-    os.write(fd, keys)
-    read_for(5)
-    end = time.monotonic() + 20
-    while time.monotonic() < end:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            break
-        read_for(0.2)
-    else:                                                     # pragma: no cover - a hang
-        os.kill(pid, 9)
-        _, status = os.waitpid(pid, 0)
-    os.close(fd)
-    return os.waitstatus_to_exitcode(status), plain()
+    p = PtyProcess(args, columns=100, lines=30)
+    p.wait_for_text(ready.decode(), timeout)
+    p.type(keys)
+    return p.wait(25), p.text()
 
 
 def test_a_crash_of_the_app_exits_non_zero():
