@@ -254,10 +254,12 @@ def test_spark_commands_print_no_warnings(tmp_path) -> None:
     if reason:
         pytest.skip(reason)
     tables = small_export(tmp_path / "tables")
-    res = spark_cli(["report", str(tables), "--master", "local[1]", "--top", "1"],
-                    cwd=tmp_path)
+    # a query over every column of the exchanges table: its plan is wide enough for the
+    # truncation WARN, and one query starts no more Spark jobs than it needs
+    res = spark_cli(["report", str(tables), "--master", "local[1]", "--no-write", "--top", "1",
+                     "--sql", "SELECT * FROM exchanges ORDER BY ts_ns"], cwd=tmp_path)
     assert res.returncode == 0, res.stderr[-3000:]
-    assert "[latency_by_api]" in res.stdout
+    assert "api_name" in res.stdout
     assert res.stderr == ""
 
 
