@@ -130,49 +130,23 @@ def test_decode_command(spark, tmp_path) -> None:
     assert "exchanges 19" in res.output and "counts verified" in res.output
 
 
-@pytest.fixture(scope="module")
-def report_processes(exported, tmp_path_factory) -> dict:
-    """Two real ``kafkasniff spark report`` processes, started together (each starts its
-    own JVM: on two cores both take the time of one), for the two tests below: name ->
-    (``CompletedProcess``, its working directory)."""
+def test_spark_leaves_no_warehouse_in_the_working_directory(exported, tmp_path) -> None:
+    """Spark makes its catalog directory (``spark-warehouse``) in the working directory on
+    the first catalog lookup (``SHOW TABLES``, a query naming an unknown table): a user's
+    ``kafkasniff spark report`` must not litter where it was run."""
     from .conftest import java_missing_reason
     from .test_cluster import cluster_env
 
     reason = java_missing_reason()
     if reason:
         pytest.skip(reason)
-    warehouse_cwd = tmp_path_factory.mktemp("warehouse-cwd")
-    quiet_cwd = tmp_path_factory.mktemp("quiet-cwd")
-    tables = small_export(quiet_cwd / "tables")
-    runs = {
-        # the first catalog lookup (SHOW TABLES) is where Spark makes spark-warehouse
-        "warehouse": (["report", str(exported), "--master", "local[1]", "--no-write",
-                       "--sql", "SHOW TABLES"], warehouse_cwd),
-        # a query over every column of the exchanges table: its plan is wide enough for
-        # the truncation WARN
-        "quiet": (["report", str(tables), "--master", "local[1]", "--no-write", "--top", "1",
-                   "--sql", "SELECT * FROM exchanges ORDER BY ts_ns"], quiet_cwd),
-    }
-    procs = {name: subprocess.Popen([sys.executable, "-m", "kafkasniff.cli.spark", *args],
-                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                    text=True, cwd=cwd, env=cluster_env())
-             for name, (args, cwd) in runs.items()}
-    done = {}
-    for name, p in procs.items():
-        out, err = p.communicate(timeout=300)
-        done[name] = (subprocess.CompletedProcess(p.args, p.returncode, out, err),
-                      runs[name][1])
-    return done
-
-
-def test_spark_leaves_no_warehouse_in_the_working_directory(report_processes) -> None:
-    """Spark makes its catalog directory (``spark-warehouse``) in the working directory on
-    the first catalog lookup (``SHOW TABLES``, a query naming an unknown table): a user's
-    ``kafkasniff spark report`` must not litter where it was run."""
-    res, cwd = report_processes["warehouse"]
+    res = subprocess.run(
+        [sys.executable, "-m", "kafkasniff.cli.spark", "report", str(exported),
+         "--master", "local[1]", "--no-write", "--sql", "SHOW TABLES"],
+        capture_output=True, text=True, timeout=300, cwd=tmp_path, env=cluster_env())
     assert res.returncode == 0, res.stderr[-3000:]
     assert "exchanges" in res.stdout
-    assert not (cwd / "spark-warehouse").exists()
+    assert not (tmp_path / "spark-warehouse").exists()
 
 
 # ---------------------------------------------------------------------------- issue 15
@@ -270,11 +244,20 @@ def test_report_without_tables_starts_no_jvm(tmp_path, setup, args) -> None:
         "... written by kafkasniff export or spark decode)"]
 
 
-def test_spark_commands_print_no_warnings(report_processes) -> None:
+def test_spark_commands_print_no_warnings(tmp_path) -> None:
     """Every Spark command printed the JVM's incubator-module warning, pyspark's pandas
     FutureWarning and Spark's plan-truncation WARN on stderr: a report now prints nothing
     there."""
-    res, _ = report_processes["quiet"]
+    from .conftest import java_missing_reason
+
+    reason = java_missing_reason()
+    if reason:
+        pytest.skip(reason)
+    tables = small_export(tmp_path / "tables")
+    # a query over every column of the exchanges table: its plan is wide enough for the
+    # truncation WARN, and one query starts no more Spark jobs than it needs
+    res = spark_cli(["report", str(tables), "--master", "local[1]", "--no-write", "--top", "1",
+                     "--sql", "SELECT * FROM exchanges ORDER BY ts_ns"], cwd=tmp_path)
     assert res.returncode == 0, res.stderr[-3000:]
     assert "api_name" in res.stdout
     assert res.stderr == ""
