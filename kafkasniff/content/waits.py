@@ -34,12 +34,7 @@ Heartbeat, ConsumerGroupHeartbeat (KIP-848) and ShareGroupHeartbeat are answered
 from __future__ import annotations
 
 from kafkasniff.model import RecordsSummary
-
-FETCH = 1
-SHARE_FETCH = 78
-JOIN_GROUP = 11
-SYNC_GROUP = 14
-PRODUCE = 0
+from kafkasniff.protocol.apis import FETCH, JOIN_GROUP, PRODUCE, SHARE_FETCH, SYNC_GROUP
 
 #: APIs a rule may apply to (the hot path tests membership before anything else).
 WAIT_APIS = frozenset((FETCH, SHARE_FETCH, JOIN_GROUP, SYNC_GROUP, PRODUCE))

@@ -38,6 +38,15 @@ def _by_count(counts: Counter) -> dict:
     return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
+def _clamped_quantile(sketch, q: float, lo: int, hi: int) -> int | None:
+    """Quantile ``q`` of a latency sketch in ns, clamped to ``[lo, hi]`` (the observed range);
+    ``None`` for a missing or empty sketch."""
+    if sketch is None or sketch.count == 0:
+        return None
+    v = sketch.get_quantile_value(q)
+    return None if v is None else max(lo, min(hi, int(round(v))))
+
+
 class Row:
     """Counters of one row (one API, client_id, broker or topic).
 
@@ -136,20 +145,12 @@ class Row:
         """Latency quantile in ns (``None`` without paired exchanges), within 1 % of the true
         value and clamped to the observed minimum and maximum (the sketch's relative error
         could otherwise report a p99 above the max)."""
-        if self.latency.count == 0:
-            return None
-        v = self.latency.get_quantile_value(q)
-        if v is None:
-            return None
-        return max(self.min_ns, min(self.max_ns, int(round(v))))
+        return _clamped_quantile(self.latency, q, self.min_ns, self.max_ns)
 
     def long_poll_quantile_ns(self, q: float) -> int | None:
         """Latency quantile of the long-polls in ns (``None`` without any), within 1 % and
         at most their maximum."""
-        if self.long_poll_latency is None or self.long_poll_latency.count == 0:
-            return None
-        v = self.long_poll_latency.get_quantile_value(q)
-        return None if v is None else min(self.long_poll_max_ns, int(round(v)))
+        return _clamped_quantile(self.long_poll_latency, q, 0, self.long_poll_max_ns)
 
     def to_dict(self) -> dict:
         """JSON-ready summary of the row."""
