@@ -273,8 +273,10 @@ class GroupAnalyzer:
             are counted in ``events_dropped`` and not analysed (the report says so).
 
     Feed :meth:`add` (or :meth:`add_record`) with the pipeline's records, then call
-    :meth:`finish` once. Memory: at most ``max_events`` group API bodies plus
-    ``max_hw_samples`` per partition.
+    :meth:`finish`. ``finish`` may be called again after more feeding (it rebuilds the report
+    from scratch: a sort and a replay of every kept event, O(E log E) for E <= ``max_events``;
+    a live caller should bound how often, as the TUI does). Memory: at most ``max_events``
+    group API bodies plus ``max_hw_samples`` per partition.
     """
 
     def __init__(self, defs=None, *, max_groups: int = 10_000, max_commits: int = 1_000_000,

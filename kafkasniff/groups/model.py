@@ -361,9 +361,15 @@ class Group:
                     c.latency_ns
         return list(seen.values())
 
+    def commit_latency_stats(self) -> tuple[int, dict | None]:
+        """``(commit requests answered, {"p50", "p90", "p99", "max"} ns or None)`` of
+        :meth:`commit_latencies_ns` (nearest-rank percentiles)."""
+        lat = sorted(self.commit_latencies_ns())
+        return len(lat), _percentiles(lat)
+
     def to_dict(self) -> dict:
         """A JSON-ready dict of the group, its members, rebalances, commits and lags."""
-        lat = sorted(self.commit_latencies_ns())
+        n_commits, pct = self.commit_latency_stats()
         return {
             "group_id": self.group_id, "protocol": self.protocol,
             "protocol_type": self.protocol_type, "protocol_name": self.protocol_name,
@@ -372,8 +378,8 @@ class Group:
             "first_ts_ns": self.first_ts_ns, "last_ts_ns": self.last_ts_ns,
             "generation_id": self.generation_id, "exchanges": self.exchanges,
             "errors": dict(self.errors),
-            "commit_requests": len(lat),
-            "commit_latency_ns": _percentiles(lat),
+            "commit_requests": n_commits,
+            "commit_latency_ns": pct,
             "commits_dropped": self.commits_dropped,
             "members": [m.to_dict() for m in self.members],
             "rebalances": [r.to_dict() for r in self.rebalances],
