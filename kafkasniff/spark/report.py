@@ -52,6 +52,7 @@ __all__ = [
     "build_reports",
     "capture_spans",
     "format_number",
+    "no_table_error",
     "read_table",
     "register_views",
     "REPORT_TABLES",
@@ -120,12 +121,13 @@ def _detect_format(root: Path) -> str:
 
 
 def tables_present(root: str | os.PathLike[str]) -> list[str]:
-    """The export tables (:data:`kafkasniff.export.schema.TABLES`) that ``root`` holds: a
-    sub-directory of that name with at least one data file. Plain file system checks:
-    no Spark, no JVM (the CLI calls it before starting Spark)."""
-    from kafkasniff.export.schema import TABLES
+    """The export tables (:data:`kafkasniff.export.schema.ALL_TABLES`, the consumer-group
+    tables included: the ones :func:`register_views` registers) that ``root`` holds: a
+    sub-directory of that name with at least one data file, in that order. Plain file
+    system checks: no Spark, no JVM (the CLI calls it before starting Spark)."""
+    from kafkasniff.export.schema import ALL_TABLES
 
-    return [t for t in TABLES if _table_dir(Path(root), t) is not None]
+    return [t for t in ALL_TABLES if _table_dir(Path(root), t) is not None]
 
 
 def read_table(spark, root: str | os.PathLike[str], table: str, fmt: str | None = None):
@@ -191,7 +193,9 @@ def register_views(spark, root: str | os.PathLike[str], fmt: str | None = None) 
 
 
 def no_table_error(root: str | os.PathLike[str]):
-    """The :class:`~kafkasniff.errors.KafkaSniffError` for a directory without tables."""
+    """The :class:`~kafkasniff.errors.KafkaSniffError` (returned, not raised) for a
+    directory without tables: :func:`run_report` raises it, the CLI prints it before
+    Spark starts."""
     from kafkasniff.errors import KafkaSniffError
 
     return KafkaSniffError(f"{root}: no exported table found (expected exchanges/, "
@@ -382,10 +386,12 @@ def build_reports(spark, views: dict) -> dict:
 def format_number(v: float) -> str:
     """A float with at least 3 significant digits and at least one decimal place:
     ``0.000123``, ``0.0457``, ``5.68``, ``12.3``, ``123456.7``; below 1e-6 in scientific
-    notation (``1.23e-09``); ``0.0``, ``nan``, ``inf`` as such."""
+    notation (``1.23e-09``), and from 1e16 on, where a double no longer holds every
+    integer digit (``1.23e+20``); ``0.0`` (also for ``-0.0``), ``nan``, ``inf``, ``-inf``
+    as such; negative values alike, with a ``-``."""
     if v == 0 or not math.isfinite(v):
         return "0.0" if v == 0 else str(v)
-    if abs(v) < 1e-6:
+    if not 1e-6 <= abs(v) < 1e16:
         return f"{v:.2e}"
     places = max(1, 2 - math.floor(math.log10(abs(v))))
     return f"{v:.{places}f}"

@@ -180,19 +180,22 @@ def check_connect_client() -> None:
             + f". Install them with: pip install 'pyspark[connect]=={pyspark.__version__}'")
 
 
+#: one ``HOST[:PORT]`` of a ``spark://`` URL: an IPv6 address in brackets or a name
+_MASTER_ADDRESS = re.compile(r"(?:\[([^\]]+)\]|([^:\[\]\s]+))(?::([0-9]{1,5}))?")
+
+
 def _master_addresses(master: str) -> list[tuple[str, int]]:
     """``(host, port)`` of each master of a ``spark://`` URL (``spark://h1:7077,h2:7077``
     for standby masters; port 7077 when none is given); raise :class:`SparkSetupError` for
     a URL without a host or with a bad port."""
     addrs = []
     for part in master[len("spark://"):].split(","):
-        part = part.strip().rstrip("/")
-        m = re.fullmatch(r"(?:\[([^\]]+)\]|([^:\[\]]+))(?::(\d+))?", part)
-        host = m and (m.group(1) or m.group(2))
-        port = (m and m.group(3)) or str(DEFAULT_MASTER_PORT)
-        if not host or not 0 < int(port) < 65536:
+        m = _MASTER_ADDRESS.fullmatch(part.strip().rstrip("/"))
+        # at most 5 ASCII digits: int() of thousands of digits raises ValueError
+        port = int(m.group(3) or DEFAULT_MASTER_PORT) if m else 0
+        if not 0 < port < 65536:
             raise SparkSetupError(f"{master}: not a Spark master URL (spark://HOST:PORT)")
-        addrs.append((host, int(port)))
+        addrs.append((m.group(1) or m.group(2), port))
     return addrs
 
 
@@ -213,6 +216,8 @@ def check_master(master: str, timeout_s: float = MASTER_CONNECT_TIMEOUT_S) -> No
             failures.append(f"{host}:{port}: no answer within {timeout_s:g} s")
         except OSError as exc:
             failures.append(f"{host}:{port}: {exc.strerror or exc}")
+        except ValueError as exc:   # UnicodeError: a host name label over 63 characters
+            failures.append(f"{host}:{port}: {exc}")
     raise SparkSetupError(f"cannot reach the Spark master {master} ({'; '.join(failures)}); "
                           "is the master running and is the URL right?")
 
@@ -223,6 +228,14 @@ def _quiet_python_warnings() -> None:
     are left alone."""
     warnings.filterwarnings("ignore", category=FutureWarning,
                             message=r"PySpark does not yet fully support pandas")
+
+
+#: the thread running :func:`_relay_stderr` for the JVM this process launched, if any;
+#: :func:`_shutdown_gateway` joins it so that the JVM's last lines are not lost at exit
+_relay_thread: threading.Thread | None = None
+#: seconds :func:`_shutdown_gateway` waits for the relay to copy what the exited JVM left
+#: (bounded: a process the JVM started may still hold the pipe open)
+RELAY_DRAIN_TIMEOUT_S = 5.0
 
 
 def _relay_stderr(stream: IO[bytes]) -> None:
@@ -261,8 +274,11 @@ def _launch_gateway(settings: dict[str, str], master: str | None, app_name: str)
         gateway = launch_gateway(conf, popen_kwargs={"stderr": subprocess.PIPE})
         proc = getattr(gateway, "proc", None)
         if proc is not None and proc.stderr is not None:
-            threading.Thread(target=_relay_stderr, args=(proc.stderr,),
-                             name="kafkasniff-jvm-stderr", daemon=True).start()
+            global _relay_thread
+            # daemon: a process that exits without _shutdown_gateway is not held up by it
+            _relay_thread = threading.Thread(target=_relay_stderr, args=(proc.stderr,),
+                                             name="kafkasniff-jvm-stderr", daemon=True)
+            _relay_thread.start()
         SparkContext._gateway = gateway
         SparkContext._jvm = gateway.jvm
 
@@ -461,7 +477,9 @@ def _shutdown_gateway(timeout_s: float = 60) -> None:
     PySpark leaves the JVM running until the Python process exits (the JVM then sees its
     stdin close and exits on its own, reparented to PID 1); waiting for it here means no
     process outlives the command, also where PID 1 does not reap orphans (containers). A
-    later :func:`get_spark` in the same process launches a new JVM."""
+    later :func:`get_spark` in the same process launches a new JVM. Then waits (at most
+    :data:`RELAY_DRAIN_TIMEOUT_S`) for :func:`_relay_stderr` to pass on the JVM's last
+    stderr lines."""
     from pyspark import SparkContext
 
     gw = SparkContext._gateway
@@ -482,3 +500,8 @@ def _shutdown_gateway(timeout_s: float = 60) -> None:
         except (OSError, subprocess.TimeoutExpired):
             proc.kill()
             proc.wait()
+    global _relay_thread
+    if _relay_thread is not None:
+        # the JVM has exited: its pipe ends once every copy of its write end is closed
+        _relay_thread.join(RELAY_DRAIN_TIMEOUT_S)
+        _relay_thread = None

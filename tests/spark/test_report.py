@@ -277,6 +277,9 @@ def test_format_number() -> None:
     assert _cell("rate", 0.4783) == "47.8%"
     assert _cell("p99_ns", 456) == "0.000"                       # ns columns: in ms
     assert _cell("bytes_per_s", float("nan")) == "nan"
+    assert [format_number(v) for v in (float("inf"), float("-inf"), -0.0, -5.678, 1e300,
+                                       -2.5e16, 9.5e15)] == \
+        ["inf", "-inf", "0.0", "-5.68", "1.00e+300", "-2.50e+16", "9500000000000000.0"]
 
 
 def test_sql_prints_sub_millisecond_values(spark, report_dir) -> None:

@@ -213,9 +213,13 @@ def test_check_master(tmp_path) -> None:
         for url in (f"spark://127.0.0.1:{down}", f"spark://127.0.0.1:{down},[::1]:{down}"):
             with pytest.raises(sess.SparkSetupError, match="cannot reach the Spark master"):
                 sess.check_master(url, timeout_s=2)
-    for url in ("spark://", "spark://host:99999", "spark://host:x"):
+    for url in ("spark://", "spark://host:99999", "spark://host:x", "spark://h1:7077,",
+                "spark://host:" + "9" * 5000):          # int() of 5000 digits: ValueError
         with pytest.raises(sess.SparkSetupError, match="not a Spark master URL"):
             sess.check_master(url)
+    # a host name label over 63 characters: UnicodeError from the idna codec
+    with pytest.raises(sess.SparkSetupError, match="cannot reach the Spark master"):
+        sess.check_master("spark://" + "a" * 100 + ":7077")
     assert sess._master_addresses("spark://h1,h2:7078") == [("h1", 7077), ("h2", 7078)]
     sess.check_master("local[2]")                 # not a standalone master: not checked
     sess.check_master("yarn")
