@@ -233,7 +233,7 @@ class KafkaSniffApp(App):
                             timeout=10)
             if update.progress.finished and self.groups is None:
                 self.query_one("#groups-pane", GroupsPane).show_state(
-                    loading=False, error=getattr(self.source, "groups_error", None))
+                    loading=False, error=self.source.groups_error)
         self._status()
 
     def _status(self) -> None:

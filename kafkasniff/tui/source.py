@@ -110,6 +110,8 @@ class DataSource:
         has_groups: the source publishes a consumer-group analysis
             (:attr:`SourceUpdate.groups`, a :class:`~kafkasniff.groups.model.GroupsReport`)
             for the Groups view; ``False`` (the default): the view says it is not available.
+        groups_error: why the consumer-group analysis failed (``"TypeError: ..."``), ``None``
+            when it did not; the Groups view shows it when no report came.
     """
 
     title = ""
@@ -117,6 +119,7 @@ class DataSource:
     live = False
     show_secrets = False
     has_groups = False
+    groups_error: str | None = None
 
     def __init__(self) -> None:
         self.tables = Tables()
@@ -301,7 +304,6 @@ class FileSource(ThreadedSource):
         self._ctx_lock = threading.Lock()
         self.few_rows = 100
         self.groups_live_events = 5_000
-        self.groups_error: str | None = None
 
     # ------------------------------------------------------------------ the thread
     def _sizes(self) -> list[int | None]:

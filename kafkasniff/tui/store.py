@@ -253,11 +253,15 @@ class SummaryBuilder:
         tup = t.tuples.id
         if ex.errors:
             c["errors"].append(tup(ex.errors))
-            counts = self.error_counts(ex) if self.error_counts is not None else \
-                tuple((n, 1) for n in ex.errors)
-            c["err_n"].append(min(65535, sum(n for _, n in counts)))
-            c["err_counts"].append(tup(tuple(f"{name}×{n}" for name, n in counts))
-                                   if any(n > 1 for _, n in counts) else 0)
+            if self.error_counts is None:       # each distinct name counts 1: no labels
+                c["err_n"].append(min(65535, len(ex.errors)))
+                c["err_counts"].append(0)
+            else:
+                counts = self.error_counts(ex)
+                total = sum(n for _, n in counts)
+                c["err_n"].append(min(65535, total))
+                c["err_counts"].append(tup(tuple(f"{name}×{n}" for name, n in counts))
+                                       if total > len(counts) else 0)
         else:
             c["errors"].append(0)
             c["err_n"].append(0)

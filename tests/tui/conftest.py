@@ -11,6 +11,7 @@ import pytest
 from rich.console import Console
 
 from kafkasniff.tui.app import KafkaSniffApp
+from kafkasniff.tui.panes import ExchangesPane
 from kafkasniff.tui.source import FileSource
 from kafkasniff.tui.store import SummaryStore
 from tests.conftest import CAPTURES
@@ -25,6 +26,17 @@ def make_app(path, tmp_path=None, **kwargs) -> KafkaSniffApp:
     paths = path if isinstance(path, list) else [path]
     return KafkaSniffApp(FileSource([str(p) for p in paths], **kwargs),
                          save_dir=str(tmp_path) if tmp_path else None)
+
+
+def pane(app) -> ExchangesPane:
+    """The app's Exchanges pane."""
+    return app.query_one("#exchanges-pane", ExchangesPane)
+
+
+def rows_of_view(app) -> list:
+    """The :class:`~kafkasniff.tui.store.RowInfo` of every row the Exchanges view shows, in
+    its order."""
+    return [app.store.row(r) for r in pane(app).view]
 
 
 def load_store(src: FileSource, timeout: float = 60.0) -> SummaryStore:

@@ -20,18 +20,18 @@ from kafkasniff.tui.screens import DetailScreen, HelpScreen, SaveScreen
 from kafkasniff.tui.widgets import HexView, VirtualTable
 from tests.conftest import CAPTURES
 
-from .conftest import COMPRESSION, ERR, make_app, screen_text, wait_for, wait_loaded
+from .conftest import (
+    COMPRESSION,
+    ERR,
+    make_app,
+    pane,
+    rows_of_view,
+    screen_text,
+    wait_for,
+    wait_loaded,
+)
 
 SIZE = (120, 40)
-
-
-def pane(app) -> ExchangesPane:
-    return app.query_one("#exchanges-pane", ExchangesPane)
-
-
-def rows_of_view(app) -> list:
-    p = pane(app)
-    return [app.store.row(r) for r in p.view]
 
 
 async def settle(pilot, app) -> None:
@@ -165,7 +165,7 @@ async def test_detail_tree_records_and_hex_highlight():
     app = make_app(COMPRESSION)
     async with app.run_test(size=SIZE) as pilot:
         await wait_loaded(pilot)
-        rows = [app.store.row(r) for r in pane(app).view]
+        rows = rows_of_view(app)
         k = next(i for i, r in enumerate(rows)
                  if r.api_name == "Produce" and "gzip" in r.rec_info)
         screen = await open_detail(pilot, app, k)
@@ -269,7 +269,7 @@ async def test_save_the_filtered_view_as_json_lines(tmp_path):
         await wait_loaded(pilot)
         await pilot.press("e")
         await settle(pilot, app)
-        wanted = [app.store.row(r) for r in pane(app).view]
+        wanted = rows_of_view(app)
         await pilot.press("w")
         await pilot.pause()
         assert isinstance(app.screen, SaveScreen)

@@ -8,16 +8,11 @@ import sys
 import pytest
 from textual import events
 
-from kafkasniff.tui.panes import ExchangesPane
 from tests.support.pty_run import PtyProcess
 
-from .conftest import ERR, make_app, screen_text, wait_for, wait_loaded
+from .conftest import ERR, make_app, pane, rows_of_view, screen_text, wait_for, wait_loaded
 
 SIZE = (120, 40)
-
-
-def pane(app) -> ExchangesPane:
-    return app.query_one("#exchanges-pane", ExchangesPane)
 
 
 def _send_key(app, key, char):
@@ -336,9 +331,8 @@ async def test_enter_on_a_broker_or_a_client_of_the_overview():
             key = table.model.rows[1].key
             await pilot.press("enter")
             await settle(pilot, app)
-            p = pane(app)
             assert app.query_one("TabbedContent").active == "exchanges"
-            rows = [app.store.row(r) for r in p.view]
+            rows = rows_of_view(app)
             assert rows and all(getattr(r, field) == key for r in rows), (field, key)
             assert len(rows) == table.model.rows[1].count
 
@@ -369,7 +363,7 @@ async def test_a_record_of_an_uncompressed_batch_highlights_its_own_bytes():
     async with app.run_test(size=SIZE) as pilot:
         await wait_loaded(pilot)
         p = pane(app)
-        rows = [app.store.row(r) for r in p.view]
+        rows = rows_of_view(app)
         k = next(i for i, r in enumerate(rows) if r.api_name == "Produce"
                  and r.records is not None and r.records >= 2 and not r.rec_info)
         p.table.move_to(k)
@@ -422,7 +416,7 @@ async def test_search_matches_the_api_label_shown():
     async with app.run_test(size=SIZE) as pilot:
         await wait_loaded(pilot)
         p = pane(app)
-        rows = [app.store.row(r) for r in p.view]
+        rows = rows_of_view(app)
         # the first ApiVersions row is v3, the first v0 comes after it
         want = next(i for i, r in enumerate(rows)
                     if r.api_name == "ApiVersions" and r.api_version == 0)
@@ -559,7 +553,7 @@ async def test_request_and_response_bytes_side_by_side():
     async with app.run_test(size=(200, 40)) as pilot:
         await wait_loaded(pilot)
         p = pane(app)
-        k = next(i for i, r in enumerate(app.store.row(r) for r in p.view)
+        k = next(i for i, r in enumerate(rows_of_view(app))
                  if r.api_name == "Produce" and r.status == "paired")
         p.table.move_to(k)
         await pilot.press("enter")
