@@ -39,6 +39,13 @@ the whole capture once it is decoded (docs/groups.md)."""
 ALL_TABLES = TABLES + GROUP_TABLES
 """Every table."""
 
+
+def export_tables(with_records: bool, groups: bool = False) -> tuple[str, ...]:
+    """The tables an export writes: :data:`TABLES` (``records`` only ``with_records``), and
+    :data:`GROUP_TABLES` with ``groups``."""
+    return tuple(t for t in TABLES if with_records or t != "records") + \
+        (GROUP_TABLES if groups else ())
+
 META_VERSION_KEY = "kafkasniff.schema_version"
 META_TABLE_KEY = "kafkasniff.table"
 

@@ -41,7 +41,7 @@ from kafkasniff.export.paths import (
     safe_name,
     source_name,
 )
-from kafkasniff.export.schema import ALL_TABLES, GROUP_TABLES, SCHEMAS, TABLES, TIMESTAMP
+from kafkasniff.export.schema import ALL_TABLES, SCHEMAS, TIMESTAMP, export_tables
 from kafkasniff.issues import IssueKind, Severity
 from kafkasniff.model import ConnectionSummary, DecodeIssue, Exchange, TopicName, connection_id_of
 
@@ -270,6 +270,9 @@ class ExportSink:
             connections (:data:`~kafkasniff.export.schema.TABLES`), ``records`` only with
             ``with_records``; the group tables (:data:`~kafkasniff.export.schema.GROUP_TABLES`,
             :meth:`add_groups`) only when named.
+        groups: a :class:`~kafkasniff.groups.analysis.GroupAnalyzer` that :meth:`add` also
+            feeds the exchanges it reads (with their ``exchange_id``) and the topic names;
+            the caller writes its report with :meth:`add_groups`.
 
     Feed pipeline values with :meth:`add` (or rows with :meth:`add_rows`), then
     :meth:`close` (or :meth:`abort` on failure). ``counts`` holds rows per table.
@@ -281,7 +284,7 @@ class ExportSink:
                  row_group_bytes: int = DEFAULT_ROW_GROUP_BYTES,
                  max_open_files: int = DEFAULT_MAX_OPEN_FILES,
                  memory_budget_bytes: int = DEFAULT_MEMORY_BUDGET_BYTES, defs=None,
-                 tables: tuple[str, ...] | None = None) -> None:
+                 tables: tuple[str, ...] | None = None, groups=None) -> None:
         if fmt not in FORMATS:
             raise ValueError(f"unknown format {fmt!r} (expected one of {', '.join(FORMATS)})")
         if row_group_rows < 1:
@@ -292,7 +295,13 @@ class ExportSink:
         self.partition_by = normalize_partition_by(partition_by)
         self.with_records = with_records
         if tables is None:
-            tables = tuple(t for t in TABLES if with_records or t != "records")
+            tables = export_tables(with_records)
+        self.groups = groups
+        self._group_apis = None
+        if groups is not None:
+            from kafkasniff.groups.analysis import READ_APIS
+
+            self._group_apis = READ_APIS
         unknown = set(tables) - set(ALL_TABLES)
         if unknown:
             raise ValueError(f"unknown table(s): {', '.join(sorted(unknown))}")
@@ -391,6 +400,8 @@ class ExportSink:
         if t is Exchange:
             first = conn_first_ts_ns if conn_first_ts_ns is not None else rec.ts_ns
             ck = _rows.connection_key(rec.client, rec.broker, first)
+            if self._group_apis is not None and rec.api_key in self._group_apis:
+                self.groups.add(rec, _rows.exchange_id(rec, ck))
             try:
                 tables = _rows.exchange_rows(rec, capture, ck, defs=self.defs,
                                              with_records=self.with_records)
@@ -415,6 +426,8 @@ class ExportSink:
             self.add_rows("connections", [_rows.connection_row(rec, capture)])
         elif t is TopicName:
             self.add_rows("topic_ids", [_rows.topic_row(rec, capture)])
+            if self.groups is not None:
+                self.groups.add_topic_name(rec.topic_id, rec.name)
         else:
             raise TypeError(f"cannot export a {t.__name__}")
 
@@ -510,26 +523,13 @@ def export_captures(sources: list, out_dir: Path, *, options=None, with_records:
     pipe = Pipeline(opts)
     stem_name = capture_name or (source_name(sources[0]) if sources else "capture")
     stem = stem_name + (f"-{file_tag}" if file_tag else "")
-    tables = tuple(t for t in TABLES if with_records or t != "records")
+    analyzer = GroupAnalyzer(pipe.defs) if groups else None
     sink = ExportSink(out_dir, file_stem=stem, fmt=fmt, partition_by=partition_by,
                       with_records=with_records, row_group_rows=row_group_rows,
                       row_group_bytes=row_group_bytes, defs=pipe.defs,
-                      tables=tables + (GROUP_TABLES if groups else ()))
+                      tables=export_tables(with_records, groups), groups=analyzer)
     stats = pipe.stats
-    analyzer = GroupAnalyzer(pipe.defs) if groups else None
-
-    def add(records, *, capture: str, pipeline) -> None:
-        if analyzer is not None:
-            first_seen = pipeline.first_seen_ns
-            for rec in records:
-                if type(rec) is Exchange:
-                    first = first_seen(rec.conn_id)
-                    ck = _rows.connection_key(rec.client, rec.broker,
-                                              first if first is not None else rec.ts_ns)
-                    analyzer.add(rec, _rows.exchange_id(rec, ck))
-                elif type(rec) is TopicName:
-                    analyzer.add_record(rec)
-        sink.add_records(records, capture=capture, pipeline=pipeline)
+    add = sink.add_records
 
     capture = stem_name
     try:

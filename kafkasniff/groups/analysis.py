@@ -81,6 +81,10 @@ GROUP_APIS = frozenset({
     CONSUMER_GROUP_DESCRIBE, SHARE_GROUP_HEARTBEAT, SHARE_GROUP_DESCRIBE,
 })
 
+#: every API whose exchanges :meth:`GroupAnalyzer.add` reads (the group APIs; Fetch and
+#: ListOffsets for high watermarks; Metadata for topic names); it ignores the others
+READ_APIS = GROUP_APIS | {FETCH, LIST_OFFSETS, METADATA}
+
 #: error answers that mean "the group is rebalancing" or "you are no longer a member"
 REBALANCE_ERRORS = frozenset({
     "REBALANCE_IN_PROGRESS", "UNKNOWN_MEMBER_ID", "ILLEGAL_GENERATION", "FENCED_INSTANCE_ID",

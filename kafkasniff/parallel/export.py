@@ -8,7 +8,7 @@ import dataclasses
 from pathlib import Path
 
 from kafkasniff.export.paths import source_name
-from kafkasniff.export.schema import GROUP_TABLES, TABLES
+from kafkasniff.export.schema import export_tables
 from kafkasniff.export.writer import DEFAULT_ROW_GROUP_ROWS, ExportSink
 from kafkasniff.groups.analysis import GroupAnalyzer
 from kafkasniff.parallel.engine import run_jobs
@@ -36,10 +36,9 @@ def export_jobs(sources: list, out_dir: Path, *, jobs: int, options=None,
     stem_name = capture_name or (source_name(sources[0]) if sources else "capture")
     stem = stem_name + (f"-{file_tag}" if file_tag else "")
     names = [capture_name or source_name(s) for s in sources]
-    tables = tuple(t for t in TABLES if with_records or t != "records")
     sink = ExportSink(out_dir, file_stem=stem, fmt=fmt, partition_by=partition_by,
                       with_records=with_records, row_group_rows=row_group_rows,
-                      tables=tables + (GROUP_TABLES if groups else ()))
+                      tables=export_tables(with_records, groups))
     spec = dict(out_dir=out_dir, stem=stem, fmt=fmt, partition_by=sink.partition_by,
                 with_records=with_records, row_group_rows=row_group_rows, groups=groups)
 

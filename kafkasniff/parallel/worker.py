@@ -128,30 +128,23 @@ class ExportOutput(Output):
     def __init__(self, spec: dict, wid: int, defs) -> None:
         from kafkasniff.export.writer import ExportSink
 
-        self.sink = ExportSink(spec["out_dir"], file_stem=f"{spec['stem']}-j{wid}",
-                               fmt=spec["fmt"], partition_by=spec["partition_by"],
-                               with_records=spec["with_records"],
-                               row_group_rows=spec["row_group_rows"], defs=defs)
         self.groups = None                  # the group tables: written by the reader
         if spec.get("groups"):
             from kafkasniff.groups.analysis import GroupAnalyzer
 
             self.groups = GroupAnalyzer(defs)
+        self.sink = ExportSink(spec["out_dir"], file_stem=f"{spec['stem']}-j{wid}",
+                               fmt=spec["fmt"], partition_by=spec["partition_by"],
+                               with_records=spec["with_records"],
+                               row_group_rows=spec["row_group_rows"], defs=defs,
+                               groups=self.groups)
 
     def exchange(self, ex, first_ts, capture):
         self.sink.add(ex, capture=capture, conn_first_ts_ns=first_ts)
-        if self.groups is not None:
-            from kafkasniff.export.rows import connection_key, exchange_id
-
-            ck = connection_key(ex.client, ex.broker, first_ts if first_ts is not None
-                                else ex.ts_ns)
-            self.groups.add(ex, exchange_id(ex, ck))
         return None
 
     def meta(self, rec, capture, first_ts):
         self.sink.add(rec, capture=capture)
-        if self.groups is not None:
-            self.groups.add_record(rec)
         return None
 
     def result(self):
