@@ -190,6 +190,9 @@ FAMILIES: tuple[Family, ...] = (DURATION, LONG_POLL, OTEL, EXCHANGES, ERRORS, TH
                                 TOPIC_EXCHANGES, CAPPED)
 _BY_NAME = {f.name: f for f in FAMILIES}
 _PAIRED = ExchangeStatus.PAIRED
+#: label strings built once, not per exchange (``status`` and ``api_version`` labels)
+_STATUS_STR = {s: str(s) for s in ExchangeStatus}
+_VERSION_STR = {v: str(v) for v in range(256)}
 
 
 class LabelCap:
@@ -207,9 +210,10 @@ class LabelCap:
         self.max_values = max(1, int(max_values))
 
     def map(self, value: str) -> str:
-        """``value`` if kept (or room is left to keep it), else :data:`OTHER`."""
+        """``value`` if kept (or room is left to keep it), else :data:`OTHER`.
+        :data:`OTHER` itself (a decoder's capped value, merged) takes no room."""
         kept = self.kept
-        if value in kept or not value:
+        if value in kept or not value or value == OTHER:
             return value
         if len(kept) < self.max_values:
             kept.add(value)
@@ -283,9 +287,11 @@ class ExchangeMetrics:
         broker = ex.broker
         if broker not in caps["broker"].kept:
             broker = self._cap("broker", broker)
-        base = (api, str(ex.api_version), client, broker)
+        version = _VERSION_STR.get(ex.api_version) or str(ex.api_version)
+        base = (api, version, client, broker)
         d = data[_EXCHANGES]
-        k = base + (str(ex.status),)
+        status = ex.status
+        k = (api, version, client, broker, _STATUS_STR.get(status) or str(status))
         d[k] = d.get(k, 0) + 1
         short = (api, client, broker)
         if ex.errors:

@@ -35,6 +35,27 @@ class _QuietHandler(WSGIRequestHandler):
 class _Server(ThreadingMixIn, WSGIServer):
     daemon_threads = True
 
+    def handle_error(self, request, client_address) -> None:
+        """A client gone mid-answer: nothing to report (no traceback on stderr)."""
+
+
+def _guarded(app):
+    """``app`` answering ``400 Bad Request`` to an ``Accept`` header ``prometheus_client``
+    cannot parse (e.g. ``application/openmetrics-text; version=zz``, on which it raises
+    ``TypeError``/``ValueError``, answers 500 and prints a traceback on stderr)."""
+    from prometheus_client.exposition import choose_encoder
+
+    def wsgi(environ, start_response):
+        try:
+            choose_encoder(environ.get("HTTP_ACCEPT"))
+        except (TypeError, ValueError) as e:
+            body = f"bad Accept header: {e}\n".encode()
+            start_response("400 Bad Request", [("Content-Type", "text/plain; charset=utf-8"),
+                                               ("Content-Length", str(len(body)))])
+            return [body]
+        return app(environ, start_response)
+    return wsgi
+
 
 class _Server6(_Server):
     address_family = socket.AF_INET6
@@ -75,7 +96,7 @@ class LiveMetrics:
                                    flags=socket.AI_PASSIVE)
         family, _, _, _, addr = infos[0]
         cls = _Server6 if family == socket.AF_INET6 else _Server
-        self.httpd = make_server(addr[0], port, make_wsgi_app(self.registry), cls,
+        self.httpd = make_server(addr[0], port, _guarded(make_wsgi_app(self.registry)), cls,
                                  handler_class=_QuietHandler)
         self.host = addr[0]
         self.port = self.httpd.server_address[1]

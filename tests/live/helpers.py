@@ -43,6 +43,32 @@ def broker_ports(capture: Path) -> list[int]:
     return []
 
 
+def stream_session(capture: Path, workers: int):
+    """A started ``LiveSession`` (output none, TUI on) of the stream backend reading
+    ``capture`` from a pipe put on fd 0 while the backend opens it (fd 0 restored after),
+    and the pipe's ``(read, write)`` fds: ``(session, r, w)``. The capture must fit in the
+    pipe (64 kB); ``w`` stays open so the session keeps running: close both, and stop the
+    session, when done."""
+    from kafkasniff.live.backends import StreamBackend
+    from kafkasniff.live.collector import LiveSession
+    from kafkasniff.live.config import LiveConfig
+
+    r, w = os.pipe()
+    os.write(w, capture.read_bytes())
+    saved = os.dup(0)
+    os.dup2(r, 0)
+    try:
+        src = StreamBackend("-")
+    finally:
+        os.dup2(saved, 0)
+        os.close(saved)
+    cfg = LiveConfig(workers=workers, output="none", tui=True,
+                     pipeline={"ports": frozenset(broker_ports(capture))})
+    session = LiveSession(src, cfg)
+    session.start()
+    return session, r, w
+
+
 def port_args(ports) -> list[str]:
     out: list[str] = []
     for p in ports:

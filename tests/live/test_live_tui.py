@@ -10,7 +10,7 @@ import subprocess
 
 from tests.support.pty_run import PtyProcess
 
-from .helpers import CAPTURES, LIVE, broker_ports, port_args
+from .helpers import CAPTURES, LIVE, broker_ports, port_args, stream_session
 
 CAP = CAPTURES / "librdkafka_produce_consume.pcap"      # 62 exchanges, several connections
 LONG_NAME = ("lo (ring, 64 MB, filter 'tcp port 9092 or tcp port 9093 or tcp port 9094 or "
@@ -19,24 +19,7 @@ LONG_NAME = ("lo (ring, 64 MB, filter 'tcp port 9092 or tcp port 9093 or tcp por
 
 def _session(workers: int):
     """A live session reading CAP from a pipe (the stream backend), started."""
-    from kafkasniff.live.backends import StreamBackend
-    from kafkasniff.live.collector import LiveSession
-    from kafkasniff.live.config import LiveConfig
-
-    r, w = os.pipe()
-    os.write(w, CAP.read_bytes())              # fits in the pipe (28 kB); w stays open
-    saved = os.dup(0)
-    os.dup2(r, 0)
-    try:
-        src = StreamBackend("-")
-    finally:
-        os.dup2(saved, 0)
-        os.close(saved)
-    cfg = LiveConfig(workers=workers, output="none", tui=True,
-                     pipeline={"ports": frozenset(broker_ports(CAP))})
-    session = LiveSession(src, cfg)
-    session.start()
-    return session, r, w
+    return stream_session(CAP, workers)
 
 
 def _drive(app, ds, size, body) -> dict:

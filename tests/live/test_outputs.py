@@ -18,7 +18,7 @@ import pytest
 from kafkasniff.capture import open_capture
 from tests.support.pty_run import PtyProcess
 
-from .helpers import CAPTURES, LIVE, broker_ports, port_args, run_live
+from .helpers import CAPTURES, LIVE, broker_ports, port_args, run_live, stream_session
 
 
 def _packets(path) -> list[tuple]:
@@ -141,26 +141,10 @@ def test_export_files_appear_while_capturing(tmp_path):
 def test_tui_live_source(tmp_path):
     """The terminal UI over the live engine: rows, dashboards, drops in the status line,
     and the detail of an exchange asked from the decoder that keeps it."""
-    from kafkasniff.live.backends import StreamBackend
-    from kafkasniff.live.collector import LiveSession
-    from kafkasniff.live.config import LiveConfig
     from kafkasniff.live.tui import LiveDataSource
     from kafkasniff.tui.app import KafkaSniffApp
 
-    cap = CAPTURES / "librdkafka_produce_consume.pcap"
-    r, w = os.pipe()
-    os.write(w, cap.read_bytes())              # fits in the pipe (28 kB); w stays open
-    saved = os.dup(0)
-    os.dup2(r, 0)
-    try:
-        src = StreamBackend("-")
-    finally:
-        os.dup2(saved, 0)
-        os.close(saved)
-    cfg = LiveConfig(workers=2, output="none", tui=True,
-                     pipeline={"ports": frozenset(broker_ports(cap))})
-    session = LiveSession(src, cfg)
-    session.start()
+    session, r, w = stream_session(CAPTURES / "librdkafka_produce_consume.pcap", workers=2)
     ds = LiveDataSource(session, "pipe")
     app = KafkaSniffApp(ds)
     result = {}

@@ -13,8 +13,14 @@ import time
 
 import pytest
 
-from .helpers import (Blaster, LiveProcess, capture_permission, isb_counters, kafka_frames,
-                      pcapng_blocks)
+from .helpers import (
+    Blaster,
+    LiveProcess,
+    capture_permission,
+    isb_counters,
+    kafka_frames,
+    pcapng_blocks,
+)
 
 pytestmark = pytest.mark.skipif(capture_permission() is not None,
                                 reason=capture_permission() or "")
@@ -115,10 +121,11 @@ def test_stop_with_a_backlog_says_what_is_left(tmp_path):
     assert "captured 20000 packets" in summary and "queue drops 0" in summary
 
 
-def test_second_ctrl_c_stops_at_once(tmp_path):
-    live, decoder = _with_backlog(tmp_path)
+def _ctrl_c_once_stopping(live, decoder: int, stopping: str) -> int:
+    """Ctrl-C once ``live`` says ``stopping``; its exit code (killed, decoder resumed, if
+    it has not exited within 30 s)."""
     try:
-        _wait_line(live, "kafkasniff: stopping (SIGINT)")
+        _wait_line(live, stopping)
         live.proc.send_signal(signal.SIGINT)
         rc = live.proc.wait(timeout=30)
     finally:
@@ -127,6 +134,12 @@ def test_second_ctrl_c_stops_at_once(tmp_path):
             live.proc.kill()
     live._t.join(5)
     live._out.close()
+    return rc
+
+
+def test_second_ctrl_c_stops_at_once(tmp_path):
+    live, decoder = _with_backlog(tmp_path)
+    rc = _ctrl_c_once_stopping(live, decoder, "kafkasniff: stopping (SIGINT)")
     assert rc == 130
     assert not any(x.startswith("summary:") for x in live.stderr_lines)
     for pid in (decoder,):                  # nothing left behind
@@ -138,14 +151,5 @@ def test_ctrl_c_during_a_duration_stop_stops_at_once(tmp_path):
     """A stop already under way (--duration, -c, q in the TUI) is cut short by the first
     Ctrl-C, as its progress line says."""
     live, decoder = _with_backlog(tmp_path, "--duration", "1")
-    try:
-        _wait_line(live, "kafkasniff: stopping (duration)")
-        live.proc.send_signal(signal.SIGINT)
-        rc = live.proc.wait(timeout=30)
-    finally:
-        if live.proc.poll() is None:
-            os.kill(decoder, signal.SIGCONT)
-            live.proc.kill()
-    live._t.join(5)
-    live._out.close()
+    rc = _ctrl_c_once_stopping(live, decoder, "kafkasniff: stopping (duration)")
     assert rc == 130

@@ -128,3 +128,24 @@ def test_server_on_ipv6_loopback_answers_scrapes():
         assert sum_by(s, "kafkasniff_issues_total", "kind") == {"tcp_gap": 1}
     finally:
         m.close()
+
+
+def test_bad_accept_header_is_a_400_not_a_traceback(capfd):
+    """An ``Accept`` version ``prometheus_client`` cannot parse gets ``400 Bad Request``
+    (it raised, answered 500 and printed a traceback among the capture's output); the
+    server keeps answering good scrapes."""
+    import urllib.error
+
+    from kafkasniff.metrics.server import LiveMetrics
+
+    m = LiveMetrics("127.0.0.1", 0)
+    m.serve()
+    try:
+        with pytest.raises(urllib.error.HTTPError) as e:
+            scrape(m.url, "application/openmetrics-text; version=zz")
+        assert e.value.code == 400
+        ctype, body = scrape(m.url)
+        assert ctype.startswith("application/openmetrics-text") and body.endswith("# EOF\n")
+    finally:
+        m.close()
+    assert "Traceback" not in capfd.readouterr().err
