@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import base64
 import dataclasses
-import datetime as _dt
 import json
 import os
 from collections import OrderedDict
@@ -44,6 +43,7 @@ from kafkasniff.export.paths import (
 from kafkasniff.export.schema import ALL_TABLES, SCHEMAS, TIMESTAMP, export_tables
 from kafkasniff.issues import IssueKind, Severity
 from kafkasniff.model import ConnectionSummary, DecodeIssue, Exchange, TopicName, connection_id_of
+from kafkasniff.output.render import utc_seconds
 
 DEFAULT_ROW_GROUP_ROWS = 50_000
 DEFAULT_ROW_GROUP_BYTES = 64 * 1024 * 1024
@@ -57,8 +57,7 @@ _BATCH_ROWS = 2048  # rows kept as Python dicts before conversion to an Arrow ba
 
 def _iso_us(us: int) -> str:
     sec, frac = divmod(us, 1_000_000)
-    return _dt.datetime.fromtimestamp(sec, _dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S") + \
-        f".{frac:06d}Z"
+    return f"{utc_seconds(sec)}.{frac:06d}Z"
 
 
 def _b64(b) -> str:
@@ -83,6 +82,8 @@ def _jsonl_encoder(schema: pa.Schema) -> Callable[[dict], str]:
                              for k, v in it.items()} for it in items]
                 conv.append((f.name, headers))
     names = schema.names
+    # one encoder: json.dumps with any keyword builds a new JSONEncoder per call
+    dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
     def encode(row: dict) -> str:
         out = {n: row.get(n) for n in names}
@@ -90,7 +91,7 @@ def _jsonl_encoder(schema: pa.Schema) -> Callable[[dict], str]:
             v = out[name]
             if v is not None:
                 out[name] = fn(v)
-        return json.dumps(out, ensure_ascii=False, separators=(",", ":"))
+        return dumps(out)
     return encode
 
 

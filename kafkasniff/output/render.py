@@ -14,6 +14,7 @@ import base64
 import datetime as _dt
 import json
 from collections.abc import Iterator
+from functools import lru_cache
 
 from kafkasniff.model import DecodeIssue, Exchange, Message
 from kafkasniff.output.values import DEFAULT_MAX_BYTES, describe_bytes
@@ -249,10 +250,19 @@ def format_ts(ts_ns: int) -> str:
         return "-" * 27
     sec, ns = divmod(ts_ns, 1_000_000_000)
     try:
-        day = _dt.datetime.fromtimestamp(sec, _dt.timezone.utc)
+        day = utc_seconds(sec)
     except (ValueError, OverflowError, OSError):
         return f"{ts_ns}ns"
-    return day.strftime("%Y-%m-%dT%H:%M:%S") + f".{ns // 1000:06d}Z"
+    return f"{day}.{ns // 1000:06d}Z"
+
+
+@lru_cache(maxsize=1024)
+def utc_seconds(sec: int) -> str:
+    """``2024-05-01T12:00:00``: ISO 8601 UTC date and time of a Unix time in whole seconds.
+    Cached: the records and exchanges of a capture share few distinct seconds, and
+    ``strftime`` was a sixth of ``read --records``. Raises ValueError, OverflowError or
+    OSError outside the years 1-9999."""
+    return _dt.datetime.fromtimestamp(sec, _dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
 
 
 def format_ms(ns: int | None) -> str:
@@ -360,13 +370,15 @@ def record_lines(ex: Exchange, max_value_bytes: int = DEFAULT_MAX_BYTES) -> Iter
         where = loc.display_topic
         for b in rs.batches:
             for r in b.records or ():
-                ts = format_ts(r.timestamp_ms * 1_000_000) if r.timestamp_ms and r.timestamp_ms > 0 else "-"
+                ts = format_ts(r.timestamp_ms * 1_000_000) if r.timestamp_ms and \
+                    r.timestamp_ms > 0 else "-"
                 line = (f"    {where}[{loc.partition}] @{r.offset} {ts} "
                         f"key={short(describe_bytes(r.key, max_value_bytes))} "
                         f"value={short(describe_bytes(r.value, max_value_bytes))}")
                 if r.headers:
                     line += " headers=" + ",".join(
-                        f"{k}:{short(describe_bytes(v, max_value_bytes), 24)}" for k, v in r.headers)
+                        f"{k}:{short(describe_bytes(v, max_value_bytes), 24)}"
+                        for k, v in r.headers)
                 if r.control is not None:
                     line += f" control={r.control.get('type_name')}"
                 yield line
