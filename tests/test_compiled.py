@@ -15,8 +15,8 @@ import pytest
 
 import kafkasniff
 import kafkasniff.pipeline  # noqa: F401 - imports every module of the hot path
-from kafkasniff.capture.pcapfile import open_capture
 from kafkasniff.capture.packet import decode_packet
+from kafkasniff.capture.pcapfile import open_capture
 from kafkasniff.capture.types import CapturedPacket, TcpSegment
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -28,7 +28,7 @@ def _run(args: list[str], pure: bool) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k != "KAFKASNIFF_PURE_PYTHON"}
     if pure:
         env["KAFKASNIFF_PURE_PYTHON"] = "1"
-    return subprocess.run([sys.executable, *args], env=env, capture_output=True, timeout=120)
+    return subprocess.run([sys.executable, *args], env=env, capture_output=True, timeout=600)
 
 
 _REPORT = ("import json, kafkasniff, kafkasniff.pipeline; "
@@ -72,13 +72,22 @@ def test_fast_constructed_values_equal_the_dataclass_constructors():
         assert s == same and hash(s) == hash(same) and repr(s) == repr(same)
 
 
-def _outputs(capture: Path, pure: bool) -> tuple[bytes, bytes]:
-    keylog = capture.with_suffix(".keylog")
+# one process per mode runs both commands on every capture in-process (CliRunner): a
+# process per command and capture spent most of this test starting Python
+_BATCH = """
+import json, sys
+from pathlib import Path
+from click.testing import CliRunner
+from kafkasniff.cli import main
+out = {}
+for capture in json.loads(sys.argv[1]):
+    keylog = Path(capture).with_suffix(".keylog")
     extra = ["--tls-keylog", str(keylog)] if keylog.exists() else []
-    read = _run(["-m", "kafkasniff.cli", "read", "--json", *extra, str(capture)], pure)
-    stats = _run(["-m", "kafkasniff.cli", "stats", "--json", *extra, str(capture)], pure)
-    return (read.stdout + b"\nrc=%d\n" % read.returncode + read.stderr,
-            stats.stdout + b"\nrc=%d\n" % stats.returncode + stats.stderr)
+    for command in ("read", "stats"):
+        r = CliRunner().invoke(main, [command, "--json", *extra, capture])
+        out[command + " " + capture] = r.stdout + "\\nrc=%d\\n" % r.exit_code + r.stderr
+json.dump(out, sys.stdout)
+"""
 
 
 @pytest.mark.slow
@@ -86,13 +95,17 @@ def test_compiled_and_pure_python_outputs_are_identical():
     """``read --json`` and ``stats --json`` of every capture, compiled and pure Python."""
     if not kafkasniff.compiled_available():
         pytest.skip("no compiled extension module installed (pure-Python install)")
-    jobs = [(c, pure) for c in CAPTURES for pure in (False, True)]
-    with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
-        results = dict(zip(jobs, pool.map(lambda j: _outputs(*j), jobs)))
+    names = json.dumps([str(c) for c in CAPTURES])
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        runs = list(pool.map(lambda pure: _run(["-c", _BATCH, names], pure), (False, True)))
+    for run in runs:
+        assert run.returncode == 0, run.stderr.decode()[-3000:]
+    compiled, pure = (json.loads(r.stdout) for r in runs)
+    assert len(compiled) == 2 * len(CAPTURES)
     for capture in CAPTURES:
-        compiled, pure = results[(capture, False)], results[(capture, True)]
-        assert compiled[0] == pure[0], f"read --json differs on {capture.name}"
-        assert compiled[1] == pure[1], f"stats --json differs on {capture.name}"
+        for command in ("read", "stats"):
+            key = f"{command} {capture}"
+            assert compiled[key] == pure[key], f"{command} --json differs on {capture.name}"
 
 
 def test_a_stale_extension_module_in_a_source_tree_is_not_used(tmp_path):

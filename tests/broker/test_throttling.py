@@ -15,6 +15,7 @@ import json
 import subprocess
 import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from click.testing import CliRunner
@@ -43,9 +44,12 @@ def _set_quota(broker, client_id: str, quota: str, value: float = RATE) -> None:
 def _throttled_clients(broker, topic: str, tag: str) -> None:
     from confluent_kafka import Consumer, Producer
 
-    _set_quota(broker, f"{tag}-producer", "producer_byte_rate")
-    _set_quota(broker, f"{tag}-consumer", "consumer_byte_rate")
-    _set_quota(broker, f"{tag}-requests", "request_percentage", REQUEST_PERCENTAGE)
+    # the three kafka-configs runs (a JVM each) at once
+    quotas = [(f"{tag}-producer", "producer_byte_rate", RATE),
+              (f"{tag}-consumer", "consumer_byte_rate", RATE),
+              (f"{tag}-requests", "request_percentage", REQUEST_PERCENTAGE)]
+    with ThreadPoolExecutor(len(quotas)) as pool:
+        list(pool.map(lambda q: _set_quota(broker, *q), quotas))
     time.sleep(0.5)     # quotas reach the broker through the metadata log
     from confluent_kafka.admin import AdminClient
 

@@ -130,25 +130,6 @@ def test_decode_command(spark, tmp_path) -> None:
     assert "exchanges 19" in res.output and "counts verified" in res.output
 
 
-def test_spark_leaves_no_warehouse_in_the_working_directory(exported, tmp_path) -> None:
-    """Spark makes its catalog directory (``spark-warehouse``) in the working directory on
-    the first catalog lookup (``SHOW TABLES``, a query naming an unknown table): a user's
-    ``kafkasniff spark report`` must not litter where it was run."""
-    from .conftest import java_missing_reason
-    from .test_cluster import cluster_env
-
-    reason = java_missing_reason()
-    if reason:
-        pytest.skip(reason)
-    res = subprocess.run(
-        [sys.executable, "-m", "kafkasniff.cli.spark", "report", str(exported),
-         "--master", "local[1]", "--no-write", "--sql", "SHOW TABLES"],
-        capture_output=True, text=True, timeout=300, cwd=tmp_path, env=cluster_env())
-    assert res.returncode == 0, res.stderr[-3000:]
-    assert "exchanges" in res.stdout
-    assert not (tmp_path / "spark-warehouse").exists()
-
-
 # ---------------------------------------------------------------------------- issue 15
 
 LATENCY_CAPTURE = ROOT / "captures" / "librdkafka_errors_latency.pcap"
@@ -248,23 +229,51 @@ def test_report_without_tables_starts_no_jvm(tmp_path, setup, args) -> None:
         "... written by kafkasniff export or spark decode)"]
 
 
-def test_spark_commands_print_no_warnings(tmp_path) -> None:
-    """Every Spark command printed the JVM's incubator-module warning, pyspark's pandas
-    FutureWarning and Spark's plan-truncation WARN on stderr: a report now prints nothing
-    there."""
+def test_spark_commands_print_no_warnings_and_leave_no_warehouse(exported, tmp_path) -> None:
+    """Two ``spark report`` runs, concurrently (each is mostly a JVM start):
+
+    * every Spark command printed the JVM's incubator-module warning, pyspark's pandas
+      FutureWarning and Spark's plan-truncation WARN on stderr: a report now prints nothing
+      there;
+    * Spark makes its catalog directory (``spark-warehouse``) in the working directory on the
+      first catalog lookup (``SHOW TABLES``, a query naming an unknown table): a user's
+      ``kafkasniff spark report`` must not litter where it was run."""
     from .conftest import java_missing_reason
+    from .test_cluster import cluster_env
 
     reason = java_missing_reason()
     if reason:
         pytest.skip(reason)
     tables = small_export(tmp_path / "tables")
+    quiet_dir, catalog_dir = tmp_path / "quiet", tmp_path / "catalog"
+    quiet_dir.mkdir()
+    catalog_dir.mkdir()
     # a query over every column of the exchanges table: its plan is wide enough for the
     # truncation WARN, and one query starts no more Spark jobs than it needs
-    res = spark_cli(["report", str(tables), "--master", "local[1]", "--no-write", "--top", "1",
-                     "--sql", "SELECT * FROM exchanges ORDER BY ts_ns"], cwd=tmp_path)
-    assert res.returncode == 0, res.stderr[-3000:]
-    assert "api_name" in res.stdout
-    assert res.stderr == ""
+    runs = [
+        (quiet_dir, ["report", str(tables), "--master", "local[1]", "--no-write", "--top", "1",
+                     "--sql", "SELECT * FROM exchanges ORDER BY ts_ns"]),
+        (catalog_dir, ["report", str(exported), "--master", "local[1]", "--no-write",
+                       "--sql", "SHOW TABLES"]),
+    ]
+    procs = [subprocess.Popen([sys.executable, "-m", "kafkasniff.cli.spark", *args], cwd=cwd,
+                              env=cluster_env(), stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for cwd, args in runs]
+    try:
+        (quiet_out, quiet_err), (catalog_out, catalog_err) = (p.communicate(timeout=300)
+                                                              for p in procs)
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    assert procs[0].returncode == 0, quiet_err[-3000:]
+    assert "api_name" in quiet_out
+    assert quiet_err == ""
+    assert procs[1].returncode == 0, catalog_err[-3000:]
+    assert "exchanges" in catalog_out
+    assert not (catalog_dir / "spark-warehouse").exists()
+    assert not (quiet_dir / "spark-warehouse").exists()
 
 
 def test_jvm_stderr_relay_keeps_real_messages(capfd) -> None:

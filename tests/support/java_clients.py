@@ -23,6 +23,7 @@ Usage::
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import shutil
@@ -99,7 +100,7 @@ class JavaClients:
         self.lib_dir = Path(lib_dir)
         self.work_dir = Path(work_dir) if work_dir is not None else Path(".")
         self.classes = self.work_dir / "classes"
-        self.runs = 0
+        self._numbers = itertools.count(1)     # thread-safe: scenarios run clients at once
 
     def compile(self) -> "JavaClients":
         """javac the program (a few seconds). Calls ``pytest.skip`` when javac or the jars are
@@ -122,8 +123,7 @@ class JavaClients:
     def run(self, *args: str, timeout: float = 120.0) -> ClientRun:
         """Run ``KafkaClients <args>``; raises ``RuntimeError`` (with its stderr and log tail)
         when it exits non-zero."""
-        self.runs += 1
-        log = self.work_dir / f"client-{self.runs}-{args[0]}.log"
+        log = self.work_dir / f"client-{next(self._numbers)}-{args[0]}.log"
         cmd = ["java", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
                "-Djava.awt.headless=true",
                f"-Dlog4j2.configurationFile={self.work_dir / 'log4j2.xml'}",
