@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Union
 
+from kafkasniff.frozen import fast_init
+
 if TYPE_CHECKING:
     from kafkasniff.protocol.primitives import RawRecords
 
@@ -68,6 +70,7 @@ class ConnectionKind(StrEnum):
     OTHER = "other"
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class DecodeIssue:
     """One thing that could not be decoded as the spec says.
@@ -124,6 +127,7 @@ class DecodeIssue:
         }
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Message:
     """One request or response frame, decoded.
@@ -158,6 +162,7 @@ class Message:
     seq: int = -1
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class LocatedRecords:
     """One ``records`` field of a decoded body, with where it is.
@@ -186,6 +191,7 @@ class LocatedRecords:
         return self.topic or self.resolved_topic or self.topic_id or "?"
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class RecordsSummary:
     """Record data of one exchange (its request and response), condensed.
@@ -227,6 +233,7 @@ class RecordsSummary:
     partial: bool
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class TlsSession:
     """The TLS session an exchange was decrypted from (``--tls-keylog``, docs/tls.md).
@@ -246,6 +253,7 @@ class TlsSession:
         return {"version": self.version, "cipher_suite": self.cipher_suite, "sni": self.sni}
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Exchange:
     """A Kafka request and its response, with what an operator asks first.
@@ -331,6 +339,7 @@ class Exchange:
         return self.response.frame_bytes if self.response is not None else 0
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ConnectionSummary:
     """One TCP connection, when it ended (the pipeline's ``meta_records`` option).
@@ -373,6 +382,7 @@ class ConnectionSummary:
     sasl: dict | None
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class TopicName:
     """A topic id seen with its name for the first time (the ``meta_records`` option).

@@ -20,12 +20,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from kafkasniff.content.budgets import BudgetMeter, Budgets
 from kafkasniff.content.embedded import GROUP_APIS, EmbeddedDecoder, embedded_topics
-from kafkasniff.content.budgets import Budgets, BudgetMeter
 from kafkasniff.content.records import RecordsLocator, decode_located, summarize
 from kafkasniff.content.sasl import REDACTED_APIS, Redacted, is_secret_api, parse_token, redact_body
 from kafkasniff.content.summary import Summarizer, TopicRegistry
 from kafkasniff.errors import DecodeError
+from kafkasniff.frozen import fast_init
 from kafkasniff.issues import IssueKind
 from kafkasniff.model import LocatedRecords, RecordsSummary
 from kafkasniff.protocol import legacy07
@@ -92,6 +93,7 @@ class DecodedFrame:
         return self.body if self.plan is not None else None
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ExchangeSummary:
     """What an operator asks of an exchange first (see :meth:`ContentDecoder.summarize`).
@@ -110,6 +112,7 @@ class ExchangeSummary:
     topic_ids: tuple[str, ...] = ()
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class OrphanGuess:
     """The layout guess for a response without its request (see

@@ -17,6 +17,7 @@ import struct
 from dataclasses import dataclass
 
 from kafkasniff.errors import DecodeError
+from kafkasniff.frozen import fast_init
 from kafkasniff.protocol.primitives import read_uvarint
 from kafkasniff.protocol.schema import Definitions
 
@@ -28,6 +29,7 @@ _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class RequestHeader:
     """A decoded request header.
