@@ -203,32 +203,80 @@ class Table:
             self.row(key).merge(r)
 
 
+#: distinct (api, client_id, broker, topics) combinations counted before they are folded
+#: into the tables (bounds the memory of the deferred rows)
+MAX_PENDING_COMBINATIONS = 4096
+
+
 class Aggregator:
     """Stats over a stream of exchanges and issues (what ``kafkasniff stats`` prints).
+
+    Each exchange counts in the total, its API's, client_id's and broker's rows and each of
+    its topics' rows. Rather than adding it to four or five rows (and latency sketches) one by
+    one, :meth:`add` counts it once in the row of its combination of those keys; the
+    combinations are folded into the tables (:meth:`Row.merge`, lossless: the sketches'
+    bins add up) when the tables are read (``total``, ``apis``, ``clients``, ``brokers``,
+    ``topics``, :meth:`merge`, :meth:`to_dict`, pickling) or when there are
+    ``MAX_PENDING_COMBINATIONS`` of them. The folding goes in the order the combinations
+    first appeared, so rows are created in the order of their keys' first exchanges and
+    the ``max_keys`` cap picks the same rows as counting one exchange at a time.
 
     Args:
         max_keys: row limit of each table.
     """
 
     def __init__(self, max_keys: int = 10_000) -> None:
-        self.apis = Table(max_keys)
-        self.clients = Table(max_keys)
-        self.brokers = Table(max_keys)
-        self.topics = Table(max_keys)
-        self.total = Row()
+        self._apis = Table(max_keys)
+        self._clients = Table(max_keys)
+        self._brokers = Table(max_keys)
+        self._topics = Table(max_keys)
+        self._total = Row()
+        self._pending: dict[tuple, Row] = {}
         self.issues: Counter = Counter()
         self.issue_severity: Counter = Counter()
 
     def add(self, ex: Exchange) -> None:
         """Count one exchange in every table."""
-        self.total.add(ex)
-        self.apis.row(api_row_key(ex)).add(ex)
-        self.clients.row(ex.client_id if ex.client_id is not None else "(none)").add(ex)
-        self.brokers.row(ex.broker).add(ex)
-        for t in ex.topics:
-            self.topics.row(t).add(ex)
+        key = (ex.api_name if ex.api_key >= 0 else "Unknown",
+               ex.client_id if ex.client_id is not None else "(none)", ex.broker, ex.topics)
+        row = self._pending.get(key)
+        if row is None:
+            if len(self._pending) >= MAX_PENDING_COMBINATIONS:
+                self._fold()
+            row = self._pending[key] = Row()
+        row.add(ex)
         for i in ex.issues:
             self.add_issue(i)
+
+    def _fold(self) -> None:
+        """Add the pending combination rows to the tables, in the order they appeared."""
+        pending, self._pending = self._pending, {}
+        for (api, client, broker, topics), row in pending.items():
+            self._total.merge(row)
+            self._apis.row(api).merge(row)
+            self._clients.row(client).merge(row)
+            self._brokers.row(broker).merge(row)
+            for t in topics:
+                self._topics.row(t).merge(row)
+
+    def _table(self, table):
+        if self._pending:
+            self._fold()
+        return table
+
+    total = property(lambda self: self._table(self._total), doc="The row of every exchange.")
+    apis = property(lambda self: self._table(self._apis), doc="Rows by API (api_row_key).")
+    clients = property(lambda self: self._table(self._clients), doc="Rows by client_id.")
+    brokers = property(lambda self: self._table(self._brokers), doc="Rows by broker.")
+    topics = property(lambda self: self._table(self._topics), doc="Rows by topic.")
+
+    def __getstate__(self) -> dict:
+        if self._pending:
+            self._fold()
+        return self.__dict__
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
 
     def add_issue(self, issue: DecodeIssue) -> None:
         """Count one issue (by kind and by severity)."""

@@ -163,3 +163,51 @@ def test_aggregator_max_keys_per_table():
     assert rep["apis"]["Produce"]["count"] == 1 and rep["apis"][OTHER]["count"] == 2
     assert rep["clients"][OTHER]["count"] == 2
     assert rep["total"]["count"] == 3
+
+
+# ------------------------------------------------------------ deferred combination rows
+
+@pytest.mark.parametrize("max_keys", [10_000, 3, 1])
+def test_folded_combinations_equal_counting_each_exchange(monkeypatch, max_keys):
+    """Aggregator.add counts an exchange once in the row of its (api, client_id, broker,
+    topics) combination and folds the combinations into the tables later; the report is the
+    one of adding every exchange to every row at once (folding after every exchange), also
+    when the row cap sends later keys to ``(other)``, and when pending combinations overflow
+    the bound mid-stream."""
+    from kafkasniff.stats import aggregate
+    from tests.conftest import CAPTURES, decode_capture
+
+    exchanges = [ex for name in ("librdkafka_errors_latency.pcap", "kafka_python.pcap",
+                                 "aiokafka.pcap")
+                 for ex in decode_capture(CAPTURES / name).exchanges]
+    assert len({(ex.api_name, ex.client_id, ex.broker, ex.topics) for ex in exchanges}) > 8
+
+    def report(bound: int) -> dict:
+        monkeypatch.setattr(aggregate, "MAX_PENDING_COMBINATIONS", bound)
+        agg = aggregate.Aggregator(max_keys=max_keys)
+        for ex in exchanges:
+            agg.add(ex)
+        if bound == 1:
+            assert len(agg._pending) == 1
+        return agg.to_dict()
+
+    one_at_a_time = report(1)
+    assert report(4) == one_at_a_time
+    assert report(4096) == one_at_a_time
+    if max_keys == 3:
+        assert "(other)" in one_at_a_time["topics"] or "(other)" in one_at_a_time["apis"]
+
+
+def test_reading_a_table_folds_pending_rows():
+    import pickle
+
+    from tests.conftest import CAPTURES, decode_capture
+
+    agg = Aggregator()
+    exchanges = decode_capture(CAPTURES / "kafka_python.pcap").exchanges
+    for ex in exchanges:
+        agg.add(ex)
+    assert agg._pending
+    copy = pickle.loads(pickle.dumps(agg))          # the --jobs decoders send it pickled
+    assert not agg._pending and copy.total.count == len(exchanges)
+    assert sum(r.count for r in copy.apis.rows.values()) == len(exchanges)
