@@ -32,10 +32,13 @@ field, never raised.
 
 from __future__ import annotations
 
+import heapq
+import pickle
+import tempfile
 from bisect import bisect_right
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Mapping
+from typing import Iterator, Mapping
 
 from kafkasniff.groups.model import (
     CLASSIC,
@@ -114,6 +117,27 @@ def _str(v) -> str | None:
 
 def _list(v) -> list:
     return v if isinstance(v, list) else []
+
+
+#: group API exchanges held in memory before they are written, sorted, to a temporary file
+SPILL_EVENTS = 8192
+_RUN_CHUNK = 512     # events per pickle in a run file
+
+
+def _order(ev: "_Ev") -> tuple:
+    """Replay order: request time, then connection and correlation_id."""
+    return (ev.ts_ns, ev.conn_id, ev.correlation_id)
+
+
+def _read_run(f) -> Iterator["_Ev"]:
+    """The events of one spilled run file, in the order they were written (sorted)."""
+    f.seek(0)
+    while True:
+        try:
+            chunk = pickle.load(f)
+        except EOFError:
+            return
+        yield from chunk
 
 
 @dataclass(slots=True)
@@ -273,18 +297,24 @@ class GroupAnalyzer:
             ``groups_dropped`` and otherwise ignored.
         max_commits: commit rows kept per group (later ones counted in ``commits_dropped``).
         max_hw_samples: high-watermark changes kept per partition (oldest dropped first).
-        max_events: group API exchanges kept for the replay (about 1 KiB each); further ones
-            are counted in ``events_dropped`` and not analysed (the report says so).
+        max_events: group API exchanges kept for the replay; further ones are counted in
+            ``events_dropped`` and not analysed (the report says so).
+        spill_events: kept exchanges held in memory; each time there are this many they are
+            sorted and written to an anonymous temporary file (a run) and ``finish`` merges
+            the runs, so memory does not grow with the capture (the disk use does: about
+            300 bytes per exchange).
 
     Feed :meth:`add` (or :meth:`add_record`) with the pipeline's records, then call
     :meth:`finish`. ``finish`` may be called again after more feeding (it rebuilds the report
     from scratch: a sort and a replay of every kept event, O(E log E) for E <= ``max_events``;
-    a live caller should bound how often, as the TUI does). Memory: at most ``max_events``
-    group API bodies plus ``max_hw_samples`` per partition.
+    a live caller should bound how often, as the TUI does). Memory: at most ``spill_events``
+    group API bodies plus ``max_hw_samples`` per partition, plus the groups' state of the
+    replay.
     """
 
     def __init__(self, defs=None, *, max_groups: int = 10_000, max_commits: int = 1_000_000,
-                 max_hw_samples: int = 4096, max_events: int = 1_000_000) -> None:
+                 max_hw_samples: int = 4096, max_events: int = 1_000_000,
+                 spill_events: int = SPILL_EVENTS) -> None:
         if defs is None:
             from kafkasniff.protocol.schema import load_definitions
 
@@ -294,7 +324,10 @@ class GroupAnalyzer:
         self.max_commits = max_commits
         self.max_hw_samples = max_hw_samples
         self.max_events = max_events
-        self.events: list[_Ev] = []
+        self.spill_events = max(1, spill_events)
+        self.events: list[_Ev] = []     # kept and not spilled yet, in arrival order
+        self._runs: list = []           # spilled runs: temporary files of sorted events
+        self.kept_events = 0            # in memory and spilled
         self.events_dropped = 0
         self.topic_names: dict[str, str] = {}
         # (topic name or id, partition) -> [(ts_ns, high_watermark)], changes only
@@ -330,10 +363,10 @@ class GroupAnalyzer:
         if k in GROUP_APIS:
             if not isinstance(req, dict):
                 return                     # an orphan answer: the group is in the request
-            if len(self.events) >= self.max_events:
+            if self.kept_events >= self.max_events:
                 self.events_dropped += 1
                 return
-            self.events.append(_Ev(
+            self._keep(_Ev(
                 ex.ts_ns, ex.response.first_ts_ns if ex.response is not None else None, k,
                 ex.api_name, ex.conn_id, ex.correlation_id, ex.client, ex.broker,
                 ex.client_id, ex.latency_ns, ex.errors, req,
@@ -347,6 +380,33 @@ class GroupAnalyzer:
                 if isinstance(t, dict) and isinstance(t.get("name"), str) and \
                         isinstance(t.get("topic_id"), str) and not t.get("error_code"):
                     self.add_topic_name(t["topic_id"], t["name"])
+
+    def _keep(self, ev: _Ev) -> None:
+        self.events.append(ev)
+        self.kept_events += 1
+        if len(self.events) >= self.spill_events:
+            self._spill()
+
+    def _spill(self) -> None:
+        """Write the in-memory events, sorted, to a new run file."""
+        self.events.sort(key=_order)
+        f = tempfile.TemporaryFile(prefix="kafkasniff-groups-")
+        for i in range(0, len(self.events), _RUN_CHUNK):
+            pickle.dump(self.events[i:i + _RUN_CHUNK], f, protocol=pickle.HIGHEST_PROTOCOL)
+        self._runs.append(f)
+        self.events = []
+
+    def sorted_events(self) -> Iterator[_Ev]:
+        """Every kept event in replay order (request time, connection, correlation_id): the
+        spilled runs and the events in memory merged (one pass; not thread-safe)."""
+        return heapq.merge(sorted(self.events, key=_order),
+                           *(_read_run(f) for f in self._runs), key=_order)
+
+    def close(self) -> None:
+        """Remove the spilled runs (also done when the analyzer is garbage collected)."""
+        for f in self._runs:
+            f.close()
+        self._runs = []
 
     def _hw_sample(self, topic: str, partition: int, ts_ns: int, hw: int) -> None:
         samples = self.hw.setdefault((topic, partition), [])
@@ -398,7 +458,7 @@ class GroupAnalyzer:
     def snapshot(self) -> dict:
         """What this analyzer was fed, picklable and without the definitions (for
         :meth:`merge` in another process)."""
-        return {"events": self.events, "events_dropped": self.events_dropped,
+        return {"events": list(self.sorted_events()), "events_dropped": self.events_dropped,
                 "topic_names": self.topic_names, "hw": self.hw}
 
     def merge(self, other: "GroupAnalyzer | dict") -> None:
@@ -406,8 +466,9 @@ class GroupAnalyzer:
         ``--jobs`` decoder) was fed: the analyzer or its :meth:`snapshot`."""
         if isinstance(other, GroupAnalyzer):
             other = other.snapshot()
-        room = max(self.max_events - len(self.events), 0)
-        self.events.extend(other["events"][:room])
+        room = max(self.max_events - self.kept_events, 0)
+        for ev in other["events"][:room]:
+            self._keep(ev)
         self.events_dropped += other.get("events_dropped", 0) + max(
             len(other["events"]) - room, 0)
         self.topic_names.update(other["topic_names"])
@@ -433,8 +494,7 @@ class GroupAnalyzer:
         self._groups = groups
         self._dropped: set[str] = set()
         self._list_groups: dict[str, tuple] = {}
-        events = sorted(self.events, key=lambda e: (e.ts_ns, e.conn_id, e.correlation_id))
-        for ev in events:
+        for ev in self.sorted_events():
             try:
                 self._replay(ev)
             except (AttributeError, KeyError, TypeError, ValueError):
@@ -450,7 +510,7 @@ class GroupAnalyzer:
             if g.protocol == UNKNOWN and gtype in (CLASSIC, CONSUMER, SHARE):
                 g.protocol = gtype
         out = tuple(self._freeze(groups[gid]) for gid in sorted(groups))
-        return GroupsReport(out, len(self.events) + self.events_dropped, len(self._dropped),
+        return GroupsReport(out, self.kept_events + self.events_dropped, len(self._dropped),
                             self.events_dropped)
 
     def _group(self, gid) -> _G | None:
@@ -1082,6 +1142,9 @@ def analyze_groups(records, defs=None, topic_names: Mapping[str, str] | None = N
     """The :class:`GroupsReport` of an iterable of pipeline records (exchanges, topic names;
     others are ignored)."""
     an = GroupAnalyzer(defs)
-    for rec in records:
-        an.add_record(rec)
-    return an.finish(topic_names)
+    try:
+        for rec in records:
+            an.add_record(rec)
+        return an.finish(topic_names)
+    finally:
+        an.close()

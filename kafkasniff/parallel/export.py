@@ -59,4 +59,5 @@ def export_jobs(sources: list, out_dir: Path, *, jobs: int, options=None,
             analyzer.merge(group_state)
     if analyzer is not None:          # the groups span decoders: analysed here, as one
         sink.add_groups(analyzer.finish(), capture=stem_name)
+        analyzer.close()
     return sink.close(empty_ts_ns=res.stats.first_ts_ns)

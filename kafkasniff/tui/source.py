@@ -361,7 +361,7 @@ class FileSource(ThreadedSource):
             snap = agg.snapshot(full=full, pipeline=pipe.stats.to_dict(), previous=snap)
             n_pub += 1
             report = None
-            n_events = len(groups.events)
+            n_events = groups.kept_events
             if finished or (full and n_events != groups_seen
                             and n_events <= self.groups_live_events):
                 groups_seen = n_events

@@ -388,3 +388,29 @@ def test_kip848_two_members_every_rebalance_the_clients_logged():
     want = {(c["topic"], c["partition"]): c["offset"] for c in t["committed"]
             if c["offset"] >= 0}
     assert {(c.topic, c.partition): c.committed_offset for c in g.commits} == want
+
+
+@pytest.mark.parametrize("name", ["librdkafka_rebalance.pcap", "librdkafka_rebalance_848.pcap",
+                                  "broker_java.pcap"])
+def test_spilled_runs_give_the_same_report(name):
+    """Group exchanges spilled to sorted runs on disk every few events (memory bounded
+    whatever the capture) give the report of keeping them all in memory, also when the
+    report is built twice and when an analyzer is merged from another's snapshot."""
+    exchanges = decode_capture(CAPTURES / name).exchanges
+
+    def analyzer(spill: int) -> GroupAnalyzer:
+        a = GroupAnalyzer(spill_events=spill)
+        for ex in exchanges:
+            a.add(ex)
+        return a
+
+    whole = analyzer(1_000_000)
+    assert whole.kept_events > 10 and not whole._runs
+    want = whole.finish()
+    spilled = analyzer(3)
+    assert len(spilled._runs) >= 3 and spilled.kept_events == whole.kept_events
+    assert spilled.finish() == want and spilled.finish() == want
+    merged = GroupAnalyzer(spill_events=4)
+    merged.merge(spilled.snapshot())
+    assert merged.finish() == want
+    spilled.close()
