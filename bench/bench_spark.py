@@ -82,15 +82,19 @@ def main(argv: list[str] | None = None) -> int:
     ks = str(VENV_BIN / "kafkasniff")
     env_cmd = [ks] if os.path.exists(ks) else [sys.executable, "-m", "kafkasniff.cli"]
     work = Path(tempfile.mkdtemp(prefix="kafkasniff-bench-spark-"))
+    # a capture not on port 9092 names its broker ports in a .ports file (bench_decode.py)
+    ports_file = args.capture.with_suffix(".ports")
+    ports = [a for p in (ports_file.read_text().split() if ports_file.exists() else ())
+             for a in ("--port", p)]
     # --jobs 1 is the single-process baseline (export's default is one decoder per core)
-    commands = [("export --jobs 1", env_cmd + ["export", "--jobs", "1", str(args.capture),
-                                               "-o"]),
-                ("export --jobs 2", env_cmd + ["export", "--jobs", "2", str(args.capture),
-                                               "-o"])]
+    commands = [("export --jobs 1", env_cmd + ["export", "--jobs", "1", *ports,
+                                               str(args.capture), "-o"]),
+                ("export --jobs 2", env_cmd + ["export", "--jobs", "2", *ports,
+                                               str(args.capture), "-o"])]
     for cores in (1, 2):
         extra = ["--shards", str(args.shards)] if args.shards else []
         commands.append((f"spark decode local[{cores}]",
-                         env_cmd + ["spark", "decode", str(args.capture), "--master",
+                         env_cmd + ["spark", "decode", *ports, str(args.capture), "--master",
                                     f"local[{cores}]", *extra, "-o"]))
     best: dict[str, dict] = {}
     try:
