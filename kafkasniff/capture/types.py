@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kafkasniff.frozen import fast_init
+
 # TCP flag bits (RFC 9293)
 FIN = 0x01
 SYN = 0x02
@@ -17,6 +19,7 @@ ACK = 0x10
 URG = 0x20
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class CapturedPacket:
     """One captured link-layer frame.
@@ -37,6 +40,7 @@ class CapturedPacket:
     interface_id: int = 0
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class TcpSegment:
     """One TCP segment with the IP endpoints it travelled between.
@@ -64,6 +68,7 @@ class TcpSegment:
     missing_bytes: int = 0
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Skipped:
     """A packet that carries no TCP payload for us, with the reason (a counter name).

@@ -14,6 +14,8 @@ from __future__ import annotations
 import ipaddress
 from dataclasses import dataclass, field
 
+from kafkasniff.frozen import fast_init
+
 
 def format_endpoint(ip: bytes, port: int) -> str:
     """``"1.2.3.4:9092"`` or ``"[::1]:9092"`` from a packed address and a port."""
@@ -72,6 +74,7 @@ class TcpConnection:
         return format_endpoint(self.b_ip, self.b_port)
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class StreamData:
     """In-order bytes of one direction.
@@ -92,6 +95,7 @@ class StreamData:
     ts_ns: int
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class StreamGap:
     """Bytes of one direction that were never captured.
@@ -114,6 +118,7 @@ class StreamGap:
     reason: str = "lost"
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class StreamClosed:
     """The end of a connection (both directions). ``reason`` as :attr:`TcpConnection.closed`."""
