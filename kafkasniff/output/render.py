@@ -150,9 +150,11 @@ def write_json(obj: dict, out, default, streamed: bool) -> None:
         write(before)
         write("[")
         sep = ""
+        # one encoder for the records (json.dumps with keywords builds one per call)
+        encode = json.JSONEncoder(ensure_ascii=False, default=default).encode
         for rec in streamed_records:
             write(sep)
-            write(json.dumps(rec, ensure_ascii=False, default=default))
+            write(encode(rec))
             sep = ", "
         write("]")
     write(text)

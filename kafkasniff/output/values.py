@@ -51,8 +51,13 @@ def describe_bytes(data: bytes | None, max_bytes: int = DEFAULT_MAX_BYTES, *,
     return out
 
 
+_WHITESPACE_SHOWN = str.maketrans("\t\r\n", "   ")
+
+
 def _printable(text: str) -> bool:
-    return text.isprintable() or all(c.isprintable() or c in "\t\r\n" for c in text)
+    """Every character printable or a tab, CR or LF (checked in C: the tabs and line ends
+    become spaces for ``str.isprintable``)."""
+    return text.isprintable() or text.translate(_WHITESPACE_SHOWN).isprintable()
 
 
 def short(desc: dict | None, width: int = 60) -> str:

@@ -60,6 +60,7 @@ from itertools import islice
 
 from crc32c import crc32c as _crc32c
 
+from kafkasniff.frozen import fast_init
 from kafkasniff.protocol.compression import (
     DEFAULT_MAX_BYTES,
     DecompressionError,
@@ -100,6 +101,7 @@ _NO_HEADERS: tuple = ()
 _UNBOUNDED = 1 << 62
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Record:
     """One record of a magic 2 batch, or one (inner) message of a magic 0/1 message set.
@@ -148,6 +150,7 @@ class RecordIssue:
     offset: int
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Batch:
     """A magic 2 record batch, or one top-level magic 0/1 message (a compressed wrapper is
