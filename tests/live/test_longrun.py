@@ -16,7 +16,7 @@ import pytest
 from .helpers import LIVE, ROOT
 
 RATE_PPS = 12_000
-PACKETS = 288_000           # a fixed amount of traffic (24 s at RATE_PPS), whatever the speed
+PACKETS = 192_000           # a fixed amount of traffic (16 s at RATE_PPS), whatever the speed
 WARM_PACKETS = 96_000       # past this, the pipeline's time-bounded tables are full
 TS_STEP_NS = 1_000_000      # 1 ms of capture time per packet: 60 s of capture in 60k packets
 
