@@ -140,6 +140,23 @@ def _ids(ex: Exchange) -> tuple[int, int, int]:
     return client_port(ex.broker), client_port(ex.client), ex.correlation_id
 
 
+def _received_at(r) -> float | None:
+    """When the broker read logged request ``r`` (seconds): its log time minus its total
+    time; ``None`` when the line has no time."""
+    return None if r.logged_at is None else r.logged_at - r.total_time_ms / 1000
+
+
+def _nearest(exchanges: list[Exchange], r) -> Exchange:
+    """Of the exchanges with the logged request's key, the one sent nearest to when the
+    broker read it: a connection that reuses a client port starts its correlation ids at 0
+    again (a replica fetcher reconnecting after a failover), so the key alone may name the
+    same request of two connections."""
+    at = _received_at(r)
+    if at is None or len(exchanges) == 1:
+        return exchanges[0]
+    return min(exchanges, key=lambda e: abs(e.ts_ns / 1e9 - at))
+
+
 def unpaired(cap: BrokerCapture, status: Callable[[Exchange], str] = lambda ex:
              ExchangeStatus.PAIRED) -> list[tuple]:
     """The logged requests kafkasniff did not find with the broker's api_key, api_version,
@@ -153,8 +170,9 @@ def unpaired(cap: BrokerCapture, status: Callable[[Exchange], str] = lambda ex:
     problems = []
     for r in cap.logged:
         found = by_key.get((r.local_port, r.client_port, r.correlation_id), [])
-        ex = next((e for e in found if (e.api_key, e.api_version, e.client_id) ==
-                   (r.api_key, r.api_version, r.client_id)), found[0] if found else None)
+        same = [e for e in found if (e.api_key, e.api_version, e.client_id) ==
+                (r.api_key, r.api_version, r.client_id)]
+        ex = _nearest(same, r) if same else (found[0] if found else None)
         got = None if ex is None else (ex.api_key, ex.api_version, ex.client_id, ex.status)
         want = (r.api_key, r.api_version, r.client_id,
                 None if ex is None else status(ex))
@@ -397,13 +415,18 @@ def body_differences(cap: BrokerCapture) -> tuple[list[str], int]:
     """Where the decoded bodies of ``cap``'s exchanges differ from the broker's logged ones
     (:func:`compare_body`), and how many bodies were compared (a response cut short on the
     wire is not compared)."""
-    log = {(r.local_port, r.client_port, r.correlation_id): r for r in cap.logged}
+    log: dict[tuple, list] = defaultdict(list)
+    for r in cap.logged:
+        log[(r.local_port, r.client_port, r.correlation_id)].append(r)
     diffs: list[str] = []
     compared = 0
     for ex in cap.exchanges:
-        r = log.get(_ids(ex))
-        if r is None:
+        candidates = [r for r in log.get(_ids(ex), ()) if r.api_key == ex.api_key]
+        if not candidates:
             continue
+        # a reused client port: the logged request read nearest to this exchange's time
+        r = min(candidates, key=lambda c: abs(_received_at(c) - ex.ts_ns / 1e9)
+                if c.logged_at is not None else 0)
         tag = f"{ex.client} {ex.api_name} v{ex.api_version} corr {ex.correlation_id}"
         if ex.request is not None and "request" in r.fields:
             compare_body(f"{tag} request", r.fields["request"], ex.request.body, diffs)

@@ -14,7 +14,6 @@ partitions between a and b while both are members, and each leaves with member_e
 from __future__ import annotations
 
 import uuid
-from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -39,13 +38,9 @@ def rebalances(kafka_broker, java_clients, tmp_path_factory):
     bs = broker.bootstrap_servers
 
     def scenario():
-        # the three groups at once: each run is mostly waiting for its rebalances
-        protocols = ("classic", "consumer", "share")
-        with ThreadPoolExecutor(len(protocols)) as pool:
-            runs = pool.map(lambda protocol: java_clients.run(
-                "members", bs, topic, f"{tag}-{protocol}", protocol, f"{tag}-{protocol}",
-                STEP_MS), protocols)
-            return dict(zip(protocols, runs))
+        return {protocol: java_clients.run("members", bs, topic, f"{tag}-{protocol}",
+                                           protocol, f"{tag}-{protocol}", STEP_MS)
+                for protocol in ("classic", "consumer", "share")}
 
     cap, runs = capture_scenario(broker, broker.port,
                                  tmp_path_factory.mktemp("rebalances") / "rebalances.pcap",
