@@ -7,7 +7,7 @@ Layout (one directory per table, optional Hive partitions)::
 Memory is bounded, whatever the capture's size: rows are converted to Arrow record batches
 every 2 048 rows and written as a Parquet row group every ``row_group_rows`` rows (or
 ``row_group_bytes`` of Arrow data) per open file, or earlier when the open files together
-buffer more than ``memory_budget_bytes`` (16 MiB); at most ``max_open_files`` files are open
+buffer more than ``memory_budget_bytes`` (8 MiB); at most ``max_open_files`` files are open
 at once (the least recently used one is finished first, a later row of its partition opens
 the next ``<n>``).
 
@@ -48,7 +48,7 @@ from kafkasniff.output.render import utc_seconds
 DEFAULT_ROW_GROUP_ROWS = 50_000
 DEFAULT_ROW_GROUP_BYTES = 64 * 1024 * 1024
 DEFAULT_MAX_OPEN_FILES = 64
-DEFAULT_MEMORY_BUDGET_BYTES = 16 * 1024 * 1024  # buffered rows of all open files together
+DEFAULT_MEMORY_BUDGET_BYTES = 8 * 1024 * 1024  # buffered rows of all open files together
 _CHECK_EVERY_ROWS = 1024
 _BATCH_ROWS = 2048  # rows kept as Python dicts before conversion to an Arrow batch
 

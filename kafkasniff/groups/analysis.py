@@ -120,7 +120,7 @@ def _list(v) -> list:
 
 
 #: group API exchanges held in memory before they are written, sorted, to a temporary file
-SPILL_EVENTS = 8192
+SPILL_EVENTS = 2048
 _RUN_CHUNK = 512     # events per pickle in a run file
 
 
