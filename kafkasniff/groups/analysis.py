@@ -38,7 +38,7 @@ import tempfile
 from bisect import bisect_right
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Iterator, Mapping
+from typing import Iterable, Iterator, Mapping
 
 from kafkasniff.groups.model import (
     CLASSIC,
@@ -121,12 +121,29 @@ def _list(v) -> list:
 
 #: group API exchanges held in memory before they are written, sorted, to a temporary file
 SPILL_EVENTS = 2048
-_RUN_CHUNK = 512     # events per pickle in a run file
+_RUN_CHUNK = 64      # events per pickle in a run file (what a run holds in memory when read)
+#: runs of one level merged into one run of the next level: at most this many per level are
+#: open files (a million events are five levels: under 80 files, 5 000 events read at once)
+_FAN_IN = 16
 
 
 def _order(ev: "_Ev") -> tuple:
     """Replay order: request time, then connection and correlation_id."""
     return (ev.ts_ns, ev.conn_id, ev.correlation_id)
+
+
+def _write_run(events: Iterable["_Ev"]):
+    """A new anonymous temporary file holding ``events`` (sorted) in pickled chunks."""
+    f = tempfile.TemporaryFile(prefix="kafkasniff-groups-")
+    chunk: list = []
+    for ev in events:
+        chunk.append(ev)
+        if len(chunk) >= _RUN_CHUNK:
+            pickle.dump(chunk, f, protocol=pickle.HIGHEST_PROTOCOL)
+            chunk = []
+    if chunk:
+        pickle.dump(chunk, f, protocol=pickle.HIGHEST_PROTOCOL)
+    return f
 
 
 def _read_run(f) -> Iterator["_Ev"]:
@@ -326,7 +343,7 @@ class GroupAnalyzer:
         self.max_events = max_events
         self.spill_events = max(1, spill_events)
         self.events: list[_Ev] = []     # kept and not spilled yet, in arrival order
-        self._runs: list = []           # spilled runs: temporary files of sorted events
+        self._runs: list = []           # spilled runs: (level, temporary file of sorted events)
         self.kept_events = 0            # in memory and spilled
         self.events_dropped = 0
         self.topic_names: dict[str, str] = {}
@@ -388,23 +405,32 @@ class GroupAnalyzer:
             self._spill()
 
     def _spill(self) -> None:
-        """Write the in-memory events, sorted, to a new run file."""
+        """Write the in-memory events, sorted, to a new run (level 0); each time a level
+        holds ``_FAN_IN`` runs they are merged into one run of the next level, so open files
+        and the chunks read at once stay few however many events are kept."""
         self.events.sort(key=_order)
-        f = tempfile.TemporaryFile(prefix="kafkasniff-groups-")
-        for i in range(0, len(self.events), _RUN_CHUNK):
-            pickle.dump(self.events[i:i + _RUN_CHUNK], f, protocol=pickle.HIGHEST_PROTOCOL)
-        self._runs.append(f)
+        self._runs.append((0, _write_run(self.events)))
         self.events = []
+        level = 0
+        while True:
+            same = [f for lv, f in self._runs if lv == level]
+            if len(same) < _FAN_IN:
+                return
+            merged = _write_run(heapq.merge(*map(_read_run, same), key=_order))
+            for f in same:
+                f.close()
+            self._runs = [r for r in self._runs if r[0] != level] + [(level + 1, merged)]
+            level += 1
 
     def sorted_events(self) -> Iterator[_Ev]:
         """Every kept event in replay order (request time, connection, correlation_id): the
         spilled runs and the events in memory merged (one pass; not thread-safe)."""
         return heapq.merge(sorted(self.events, key=_order),
-                           *(_read_run(f) for f in self._runs), key=_order)
+                           *(_read_run(f) for _, f in self._runs), key=_order)
 
     def close(self) -> None:
         """Remove the spilled runs (also done when the analyzer is garbage collected)."""
-        for f in self._runs:
+        for _, f in self._runs:
             f.close()
         self._runs = []
 
