@@ -37,13 +37,16 @@ def fast_init(cls: T) -> T:
     """Class decorator, applied *above* ``@dataclass(frozen=True, slots=True)``: replaces
     the generated ``__init__`` with a faster one of the same signature and effect.
 
-    Raises TypeError when ``cls`` is not a slotted dataclass or has an ``InitVar`` field
-    (its ``__init__`` is left alone only by not decorating it)."""
+    Raises TypeError when ``cls`` is not a slotted dataclass or has an ``InitVar`` or
+    ``ClassVar`` pseudo-field (such a class is left undecorated)."""
     if not dataclasses.is_dataclass(cls) or "__slots__" not in cls.__dict__:
         raise TypeError(f"{cls.__name__}: fast_init needs a slotted dataclass")
-    if any(isinstance(f.type, dataclasses.InitVar) or f.type == "InitVar"
-           for f in cls.__dataclass_fields__.values()):
-        raise TypeError(f"{cls.__name__}: fast_init does not handle InitVar fields")
+    # InitVar and ClassVar pseudo-fields are in __dataclass_fields__, not in fields(): an
+    # InitVar is an __init__ parameter this copy would lose (with postponed annotations its
+    # type is only a string, so the names are compared, not the types)
+    if set(cls.__dataclass_fields__) != {f.name for f in dataclasses.fields(cls)}:
+        raise TypeError(f"{cls.__name__}: fast_init does not handle InitVar or ClassVar "
+                        f"fields")
     ns: dict[str, object] = {"_FACTORY": _FACTORY}
     positional: list[str] = []
     keyword: list[str] = []

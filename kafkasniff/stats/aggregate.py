@@ -237,8 +237,8 @@ class Aggregator:
 
     def add(self, ex: Exchange) -> None:
         """Count one exchange in every table."""
-        key = (ex.api_name if ex.api_key >= 0 else "Unknown",
-               ex.client_id if ex.client_id is not None else "(none)", ex.broker, ex.topics)
+        key = (api_row_key(ex), ex.client_id if ex.client_id is not None else "(none)",
+               ex.broker, ex.topics)
         row = self._pending.get(key)
         if row is None:
             if len(self._pending) >= MAX_PENDING_COMBINATIONS:
