@@ -74,8 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     make_big_capture.ensure(args.capture, args.packets)
     size = args.capture.stat().st_size
     ks = str(VENV_BIN / "kafkasniff")
-    ports_file = args.capture.with_suffix(".ports")
-    ports = ports_file.read_text().split() if ports_file.exists() else []
+    ports = make_big_capture.broker_ports(args.capture)
     ks_ports = [a for p in ports for a in ("--port", p)]
     ts_ports = [a for p in ports for a in ("-d", f"tcp.port=={p},kafka")]
     # packets and exchanges, from kafkasniff's own report

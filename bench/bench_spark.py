@@ -83,9 +83,7 @@ def main(argv: list[str] | None = None) -> int:
     env_cmd = [ks] if os.path.exists(ks) else [sys.executable, "-m", "kafkasniff.cli"]
     work = Path(tempfile.mkdtemp(prefix="kafkasniff-bench-spark-"))
     # a capture not on port 9092 names its broker ports in a .ports file (bench_decode.py)
-    ports_file = args.capture.with_suffix(".ports")
-    ports = [a for p in (ports_file.read_text().split() if ports_file.exists() else ())
-             for a in ("--port", p)]
+    ports = [a for p in make_big_capture.broker_ports(args.capture) for a in ("--port", p)]
     # --jobs 1 is the single-process baseline (export's default is one decoder per core)
     commands = [("export --jobs 1", env_cmd + ["export", "--jobs", "1", *ports,
                                                str(args.capture), "-o"]),

@@ -28,6 +28,14 @@ import dpkt
 from live_traffic import ROOT, broker_addresses, load_seeds, replica
 
 
+def broker_ports(capture: Path) -> list[str]:
+    """The broker ports of a capture not on port 9092, from the ``.ports`` file beside it
+    (``make_real_capture.py`` writes it: port numbers separated by spaces); ``[]`` without
+    one."""
+    ports_file = Path(capture).with_suffix(".ports")
+    return ports_file.read_text().split() if ports_file.exists() else []
+
+
 def ensure(path: Path, packets: int) -> Path:
     """``path``, generated first (by this script, in its own process) when it is missing."""
     if not path.exists():
