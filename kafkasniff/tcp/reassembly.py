@@ -58,6 +58,7 @@ Choices worth knowing:
 
 from __future__ import annotations
 
+import struct
 from bisect import bisect_left, bisect_right
 from collections import OrderedDict
 from dataclasses import dataclass, fields
@@ -240,8 +241,10 @@ class TcpReassembler:
         self._flows: dict[tuple, _Dir] = {}          # 4-tuple (sender first) -> sender's _Dir
         self._lru: OrderedDict[_Conn, None] = OrderedDict()   # least recently active first
         self._mru: _Conn | None = None
-        # tombstones of FIN/RST-closed flows: flow key -> (both flow keys, close ts); no state
-        self._closed: OrderedDict[tuple, tuple[tuple, int]] = OrderedDict()
+        # tombstones of FIN/RST-closed flows, oldest first: _tomb_key(A -> B) -> close ts (one
+        # compact key per connection, not its two flow tuples: a busy capture keeps up to
+        # max_connections of them, ~650 -> ~200 bytes each)
+        self._closed: OrderedDict[bytes, int] = OrderedDict()
         self._next_id = first_conn_id
 
     # ------------------------------------------------------------------ public API
@@ -340,10 +343,10 @@ class TcpReassembler:
         closed = self._closed
         limit = now_ns - self.closed_linger_ns
         while closed:
-            keys, ts = next(iter(closed.values()))
-            if ts >= limit:
+            tkey = next(iter(closed))
+            if closed[tkey] >= limit:
                 break
-            self._forget(keys)
+            del closed[tkey]
         self._trim_history()
         return out
 
@@ -390,14 +393,20 @@ class TcpReassembler:
         flags = seg.flags
         ts = seg.ts_ns
         if ds is None:
-            key = (seg.src_ip, seg.src_port, seg.dst_ip, seg.dst_port)
-            tomb = self._closed.get(key)
-            if tomb is not None and ts - tomb[1] > self.closed_linger_ns:
-                self._forget(tomb[0])
-                tomb = None
+            closed = self._closed
+            tomb = None
+            if closed:     # the tombstone of this flow, whichever endpoint sent the segment
+                tkey = _tomb_key(seg.src_ip, seg.src_port, seg.dst_ip, seg.dst_port)
+                tomb = closed.get(tkey)
+                if tomb is None:
+                    tkey = _tomb_key(seg.dst_ip, seg.dst_port, seg.src_ip, seg.src_port)
+                    tomb = closed.get(tkey)
+                if tomb is not None and ts - tomb > self.closed_linger_ns:
+                    del closed[tkey]
+                    tomb = None
             if flags & SYN:
                 if tomb is not None:
-                    self._forget(tomb[0])
+                    del closed[tkey]
                 ds = self._open(seg, out)
             elif tomb is not None or not (seg.payload or seg.missing_bytes > 0):
                 stats.segments_ignored += 1
@@ -759,16 +768,19 @@ class TcpReassembler:
             self._mru = None
         if reason in ("fin", "rst") and self.closed_linger_ns > 0:
             closed = self._closed
-            for key in st.keys:
-                closed.pop(key, None)
-                closed[key] = (st.keys, ts)
-            while len(closed) > 2 * self.max_connections:
-                self._forget(next(iter(closed.values()))[0])
+            # one tombstone per pair of endpoints: the latest close, either way round
+            closed.pop(_tomb_key(conn.b_ip, conn.b_port, conn.a_ip, conn.a_port), None)
+            tkey = _tomb_key(conn.a_ip, conn.a_port, conn.b_ip, conn.b_port)
+            closed.pop(tkey, None)
+            closed[tkey] = ts
+            while len(closed) > self.max_connections:
+                closed.popitem(last=False)
 
-    def _forget(self, keys: tuple) -> None:
-        """Drop the tombstone of a closed connection (given its two flow keys)."""
-        closed = self._closed
-        for key in keys:
-            ent = closed.get(key)
-            if ent is not None and ent[0] is keys:
-                del closed[key]
+
+_PORTS = struct.Struct("!HH")
+
+
+def _tomb_key(src_ip: bytes, src_port: int, dst_ip: bytes, dst_port: int) -> bytes:
+    """The tombstone key of the flow ``src -> dst``: both packed addresses, then both ports
+    (12 bytes for IPv4, 36 for IPv6)."""
+    return src_ip + dst_ip + _PORTS.pack(src_port, dst_port)

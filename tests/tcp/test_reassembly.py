@@ -434,6 +434,23 @@ def test_trailing_data_after_close_then_new_connection_after_linger():
     assert ev[0].conn.conn_id == 1 and not ev[0].conn.handshake_seen
 
 
+def test_tombstones_answer_both_endpoints_and_are_bounded():
+    r, s = TcpReassembler(max_connections=2), Streams()
+    for i, port in enumerate((50001, 50002, 50003)):
+        s.feed(r, a2b(1000, flags=SYN, port=port), b2a(5000, flags=SYN | ACK, ack=1001,
+                                                         port=port))
+        s.feed(r, a2b(1001, b"x", port=port), a2b(1002, flags=RST, ts=10 + i, port=port))
+    assert s.closed == {0: "rst", 1: "rst", 2: "rst"}
+    # the broker's trailing data on the last two flows: ignored, as is the client's
+    assert s.feed(r, b2a(5001, b"late", port=50003), b2a(5001, b"late", port=50002),
+                  a2b(1002, b"late", port=50003)) == []
+    assert r.stats.segments_ignored == 3
+    # only max_connections tombstones are kept: the oldest flow opens a mid-stream connection
+    ev = s.feed(r, b2a(5001, b"late", port=50001))
+    assert ev[0].conn.conn_id == 3 and not ev[0].conn.handshake_seen
+    assert (ev[0].conn.a_port, ev[0].conn.b_port) == (B_PORT, 50001)
+
+
 # ---------------------------------------------------------------------------- port reuse
 
 
