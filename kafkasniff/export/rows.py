@@ -26,6 +26,8 @@ import json
 from collections.abc import Iterable, Iterator
 from functools import lru_cache
 
+import orjson
+
 from kafkasniff.content.records import RecordsLocator, summarize
 from kafkasniff.errors import DefinitionError
 from kafkasniff.model import DecodeIssue, Exchange, Message, WireFormat
@@ -108,14 +110,53 @@ def _str(v):
 _body_default = json_default(with_records=False)
 
 
-def body_json(msg: Message | None) -> str | None:
+#: orjson calls the default hook for dataclasses and datetimes, as the standard library does
+_ORJSON_OPTIONS = orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME
+
+
+def body_json(msg: Message | None, floats: bool = True) -> str | None:
     """A message's decoded body as JSON, as ``read --json`` renders it (docs/json.md), records
     fields with their batch headers but without records; ``None`` when not captured or not
-    decodable."""
+    decodable.
+
+    ``floats``: the body may hold ``float64`` values (:func:`float_sides`). A body without
+    them is encoded by orjson, about 4x faster than the standard library and with the same
+    bytes; floats keep the standard library, which orjson renders differently (``1e-7``
+    for ``1e-07``, ``null`` for ``NaN``). So does a body orjson refuses (an int beyond
+    64 bits, a lone surrogate, a key that is not a string). Raises ``TypeError`` for a
+    value neither can encode.
+    """
     if msg is None or msg.body is None:
         return None
+    if not floats:
+        try:
+            return orjson.dumps(msg.body, default=_body_default,
+                                option=_ORJSON_OPTIONS).decode()
+        except TypeError:      # orjson.JSONEncodeError; the standard library decides
+            pass
     return json.dumps(msg.body, ensure_ascii=False, default=_body_default,
                       separators=(",", ":"))
+
+
+@lru_cache(maxsize=1024)
+def float_sides(defs, api_key: int) -> tuple[bool, bool]:
+    """Whether the request and the response spec of ``api_key`` have a ``float64`` field
+    (AlterClientQuotasRequest, DescribeClientQuotasResponse); both ``True`` for an API the
+    definitions do not know."""
+    api = defs.apis.get(api_key)
+    if api is None:
+        return True, True
+    return _has_float(defs.message(api.request)), _has_float(defs.message(api.response))
+
+
+def _has_float(node) -> bool:
+    if isinstance(node, dict):
+        if node.get("type") == "float64" or node.get("items") == "float64":
+            return True
+        return any(_has_float(v) for v in node.values())
+    if isinstance(node, list):
+        return any(_has_float(v) for v in node)
+    return False
 
 
 # ------------------------------------------------------------------------------- partitions
@@ -438,6 +479,7 @@ def exchange_rows(ex: Exchange, capture: str, conn_key: str, *, defs=None,
     xid = exchange_id(ex, conn_key)
     tcols = time_columns(ex.ts_ns)
     q, r = ex.request, ex.response
+    q_floats, r_floats = float_sides(defs, ex.api_key)
     row = {"capture": capture, **tcols, "exchange_id": xid, "connection_key": conn_key,
            **_endpoints(ex.client, ex.broker),
            "status": ex.status, "api_key": ex.api_key, "api_name": ex.api_name,
@@ -460,7 +502,7 @@ def exchange_rows(ex: Exchange, capture: str, conn_key: str, *, defs=None,
                                               "tls_sni": ex.tls.sni}),
            "issue_kinds": list(dict.fromkeys(str(i.kind) for i in ex.issues)),
            "issue_count": len(ex.issues),
-           "request_json": body_json(q), "response_json": body_json(r),
+           "request_json": body_json(q, q_floats), "response_json": body_json(r, r_floats),
            "long_poll": ex.long_poll, "long_poll_rule": ex.long_poll_rule}
     s = ex.records
     if s is not None:
