@@ -133,6 +133,7 @@ class TableWriter:
         self._batch_bytes = 0
         self._convert_every = min(_BATCH_ROWS, row_group_rows)
         self._required = [i for i, f in enumerate(self.schema) if not f.nullable]
+        self._struct = pa.struct(list(self.schema))
         self._file = None
         self._encode = _jsonl_encoder(self.schema) if fmt == "jsonl" else None
         self.closed = False
@@ -177,7 +178,10 @@ class TableWriter:
             enc = self._encode
             self._file.write("".join(enc(r) + "\n" for r in rows))
             return
-        batch = pa.RecordBatch.from_pylist(rows, schema=self.schema)
+        # one struct array converted in C++: RecordBatch.from_pylist gathers each column
+        # with a Python loop over the rows first (a third slower)
+        batch = pa.RecordBatch.from_arrays(pa.array(rows, type=self._struct).flatten(),
+                                           schema=self.schema)
         for i in self._required:
             if batch.column(i).null_count:
                 raise ValueError(f"{self.table}.{self.schema.names[i]}: null in a "
