@@ -583,69 +583,82 @@ def _tps(assignment) -> list[dict] | None:
         [{"topic": t, "partitions": list(ps)} for t, ps in assignment]
 
 
-def group_rows(report, capture: str) -> dict[str, list[dict]]:
+def group_rows(report, capture: str) -> dict[str, Iterator[dict]]:
     """The rows of the ``groups``, ``members``, ``rebalances`` and ``commits`` tables of a
     :class:`kafkasniff.groups.model.GroupsReport` (unlike the other tables these come from
-    the whole capture: topic ids are named where any exchange named them)."""
-    out: dict[str, list[dict]] = {"groups": [], "members": [], "rebalances": [], "commits": []}
-    for g in report.groups:
-        n_commits, pct = g.commit_latency_stats()    # not to_dict(): it renders every row
-        first = g.first_ts_ns if g.first_ts_ns >= 0 else 0
-        out["groups"].append({
-            "capture": capture, **time_columns(first), "group_id": g.group_id,
-            "protocol": g.protocol, "protocol_type": g.protocol_type,
-            "protocol_name": g.protocol_name, "coordinator": g.coordinator,
-            "coordinator_node_id": g.coordinator_node_id,
-            "coordinator_brokers": list(g.coordinator_brokers), "state": g.state,
-            "first_ts": first // 1000, "first_ts_ns": first,
-            "last_ts": max(g.last_ts_ns, first) // 1000, "last_ts_ns": max(g.last_ts_ns, first),
-            "generation_id": g.generation_id, "members": len(g.members),
-            "rebalances": len(g.rebalances), "commit_requests": n_commits,
-            "commit_latency_p50_ns": pct and pct["p50"],
-            "commit_latency_p99_ns": pct and pct["p99"],
-            "commit_latency_max_ns": pct and pct["max"],
-            "errors": [name for name, _ in g.errors],
-            "error_count": sum(n for _, n in g.errors), "exchanges": g.exchanges})
-        for m in g.members:
-            out["members"].append({
-                "capture": capture, **time_columns(m.first_ts_ns), "group_id": g.group_id,
-                "protocol": g.protocol, "member_id": m.member_id,
-                "group_instance_id": m.group_instance_id, "client_id": m.client_id,
-                "client_host": m.client_host, "client": m.client,
-                "first_ts": m.first_ts_ns // 1000, "first_ts_ns": m.first_ts_ns,
-                "last_ts_ns": m.last_ts_ns, "joined_ts_ns": m.joined_ts_ns,
-                "left_ts_ns": m.left_ts_ns, "left_reason": m.left_reason,
-                "generation_id": m.generation_id, "member_epoch": m.member_epoch,
-                "assignment": _tps(m.assignment),
-                "subscribed_topics": list(m.subscribed_topics), "rack_id": m.rack_id,
-                "session_timeout_ms": m.session_timeout_ms,
-                "rebalance_timeout_ms": m.rebalance_timeout_ms, "exchanges": m.exchanges})
-        for r in g.rebalances:
-            dur = r.duration_ns
-            out["rebalances"].append({
-                "capture": capture, **time_columns(r.start_ts_ns), "group_id": g.group_id,
-                "protocol": g.protocol, "rebalance_index": r.index,
-                "start_ts": r.start_ts_ns // 1000, "start_ts_ns": r.start_ts_ns,
-                "end_ts": None if r.end_ts_ns is None else r.end_ts_ns // 1000,
-                "end_ts_ns": r.end_ts_ns, "duration_ns": dur,
-                "duration_ms": None if dur is None else dur / 1e6,
-                "trigger": r.trigger, "trigger_member": r.trigger_member,
-                "trigger_error": r.trigger_error, "errors": list(r.errors),
-                "generation_id": r.generation_id, "protocol_name": r.protocol_name,
-                "leader": r.leader, "members": list(r.members), "member_count": len(r.members),
-                "joined": list(r.joined), "left": list(r.left),
-                "assignment": [{"member_id": mid, "topic": t, "partitions": list(ps)}
-                               for mid, a in r.assignment for t, ps in a],
-                "complete": r.complete,
-                "exchange_ids": [x.exchange_id for x in r.exchanges if x.exchange_id]})
-        for c in g.commits:
-            out["commits"].append({
-                "capture": capture, **time_columns(c.ts_ns), "group_id": g.group_id,
-                "exchange_id": c.exchange.exchange_id, "client": c.exchange.client,
-                "broker": c.exchange.broker, "correlation_id": c.exchange.correlation_id,
-                "client_id": c.client_id, "api_name": c.api_name, "member_id": c.member_id,
-                "generation_id": c.generation_id, "topic": c.topic, "topic_id": c.topic_id,
-                "partition": c.partition, "committed_offset": c.committed_offset,
-                "committed_leader_epoch": c.committed_leader_epoch, "error": c.error,
-                "answered": c.answered, "latency_ns": c.latency_ns, "lag": c.lag})
-    return out
+    the whole capture: topic ids are named where any exchange named them). Each table's
+    rows are an iterator, built as they are consumed: a long capture's tens of thousands of
+    rebalances and commits are never all held as rows at once."""
+    gs = report.groups
+    return {"groups": (_group_row(g, capture) for g in gs),
+            "members": (_member_row(g, m, capture) for g in gs for m in g.members),
+            "rebalances": (_rebalance_row(g, r, capture) for g in gs for r in g.rebalances),
+            "commits": (_commit_row(g, c, capture) for g in gs for c in g.commits)}
+
+
+def _group_row(g, capture: str) -> dict:
+    n_commits, pct = g.commit_latency_stats()    # not to_dict(): it renders every row
+    first = g.first_ts_ns if g.first_ts_ns >= 0 else 0
+    return {
+        "capture": capture, **time_columns(first), "group_id": g.group_id,
+        "protocol": g.protocol, "protocol_type": g.protocol_type,
+        "protocol_name": g.protocol_name, "coordinator": g.coordinator,
+        "coordinator_node_id": g.coordinator_node_id,
+        "coordinator_brokers": list(g.coordinator_brokers), "state": g.state,
+        "first_ts": first // 1000, "first_ts_ns": first,
+        "last_ts": max(g.last_ts_ns, first) // 1000, "last_ts_ns": max(g.last_ts_ns, first),
+        "generation_id": g.generation_id, "members": len(g.members),
+        "rebalances": len(g.rebalances), "commit_requests": n_commits,
+        "commit_latency_p50_ns": pct and pct["p50"],
+        "commit_latency_p99_ns": pct and pct["p99"],
+        "commit_latency_max_ns": pct and pct["max"],
+        "errors": [name for name, _ in g.errors],
+        "error_count": sum(n for _, n in g.errors), "exchanges": g.exchanges}
+
+
+def _member_row(g, m, capture: str) -> dict:
+    return {
+        "capture": capture, **time_columns(m.first_ts_ns), "group_id": g.group_id,
+        "protocol": g.protocol, "member_id": m.member_id,
+        "group_instance_id": m.group_instance_id, "client_id": m.client_id,
+        "client_host": m.client_host, "client": m.client,
+        "first_ts": m.first_ts_ns // 1000, "first_ts_ns": m.first_ts_ns,
+        "last_ts_ns": m.last_ts_ns, "joined_ts_ns": m.joined_ts_ns,
+        "left_ts_ns": m.left_ts_ns, "left_reason": m.left_reason,
+        "generation_id": m.generation_id, "member_epoch": m.member_epoch,
+        "assignment": _tps(m.assignment),
+        "subscribed_topics": list(m.subscribed_topics), "rack_id": m.rack_id,
+        "session_timeout_ms": m.session_timeout_ms,
+        "rebalance_timeout_ms": m.rebalance_timeout_ms, "exchanges": m.exchanges}
+
+
+def _rebalance_row(g, r, capture: str) -> dict:
+    dur = r.duration_ns
+    return {
+        "capture": capture, **time_columns(r.start_ts_ns), "group_id": g.group_id,
+        "protocol": g.protocol, "rebalance_index": r.index,
+        "start_ts": r.start_ts_ns // 1000, "start_ts_ns": r.start_ts_ns,
+        "end_ts": None if r.end_ts_ns is None else r.end_ts_ns // 1000,
+        "end_ts_ns": r.end_ts_ns, "duration_ns": dur,
+        "duration_ms": None if dur is None else dur / 1e6,
+        "trigger": r.trigger, "trigger_member": r.trigger_member,
+        "trigger_error": r.trigger_error, "errors": list(r.errors),
+        "generation_id": r.generation_id, "protocol_name": r.protocol_name,
+        "leader": r.leader, "members": list(r.members), "member_count": len(r.members),
+        "joined": list(r.joined), "left": list(r.left),
+        "assignment": [{"member_id": mid, "topic": t, "partitions": list(ps)}
+                       for mid, a in r.assignment for t, ps in a],
+        "complete": r.complete,
+        "exchange_ids": [x.exchange_id for x in r.exchanges if x.exchange_id]}
+
+
+def _commit_row(g, c, capture: str) -> dict:
+    return {
+        "capture": capture, **time_columns(c.ts_ns), "group_id": g.group_id,
+        "exchange_id": c.exchange.exchange_id, "client": c.exchange.client,
+        "broker": c.exchange.broker, "correlation_id": c.exchange.correlation_id,
+        "client_id": c.client_id, "api_name": c.api_name, "member_id": c.member_id,
+        "generation_id": c.generation_id, "topic": c.topic, "topic_id": c.topic_id,
+        "partition": c.partition, "committed_offset": c.committed_offset,
+        "committed_leader_epoch": c.committed_leader_epoch, "error": c.error,
+        "answered": c.answered, "latency_ns": c.latency_ns, "lag": c.lag}
