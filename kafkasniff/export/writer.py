@@ -491,7 +491,8 @@ def export_captures(sources: list, out_dir: Path, *, options=None, with_records:
                     capture_name: str | None = None, file_tag: str = "",
                     row_group_rows: int = DEFAULT_ROW_GROUP_ROWS,
                     row_group_bytes: int = DEFAULT_ROW_GROUP_BYTES,
-                    on_progress=None, groups: bool = True) -> dict[str, int]:
+                    on_progress=None, groups: bool = True,
+                    group_state: str | Path | None = None) -> dict[str, int]:
     """Decode capture files and write every table; returns rows written per table.
 
     Args:
@@ -514,6 +515,10 @@ def export_captures(sources: list, out_dir: Path, *, options=None, with_records:
         groups: also write the consumer-group tables (``groups``, ``members``,
             ``rebalances``, ``commits``: :mod:`kafkasniff.groups`, after the last source;
             their ``capture`` is the first source's name, or ``capture_name``).
+        group_state: with ``groups``, save the analysis state to this file
+            (:meth:`~kafkasniff.groups.analysis.GroupAnalyzer.save`) instead of writing the
+            group tables: the shards of a split capture are analysed together afterwards
+            (``spark decode``).
 
     Raises:
         kafkasniff.errors.CaptureError: a source cannot be read at all (files written so far
@@ -532,7 +537,8 @@ def export_captures(sources: list, out_dir: Path, *, options=None, with_records:
     sink = ExportSink(out_dir, file_stem=stem, fmt=fmt, partition_by=partition_by,
                       with_records=with_records, row_group_rows=row_group_rows,
                       row_group_bytes=row_group_bytes, defs=pipe.defs,
-                      tables=export_tables(with_records, groups), groups=analyzer)
+                      tables=export_tables(with_records, groups and group_state is None),
+                      groups=analyzer)
     stats = pipe.stats
     add = sink.add_records
 
@@ -554,7 +560,9 @@ def export_captures(sources: list, out_dir: Path, *, options=None, with_records:
                     pipeline=pipe)
                 pipe.account_source(packets.accounting())
         add(pipe.finish(), capture=capture, pipeline=pipe)
-        if analyzer is not None:
+        if analyzer is not None and group_state is not None:
+            analyzer.save(group_state, pipe.topics.names)
+        elif analyzer is not None:
             sink.add_groups(analyzer.finish(pipe.topics.names), capture=stem_name)
     except BaseException:
         sink.abort()

@@ -157,6 +157,13 @@ def _read_run(f) -> Iterator["_Ev"]:
         yield from chunk
 
 
+def load_state(path) -> dict:
+    """A state :meth:`GroupAnalyzer.save` wrote, for :meth:`GroupAnalyzer.merge`. Only for
+    files this program wrote (it is a pickle)."""
+    with open(path, "rb") as f:
+        return pickle.load(f)
+
+
 @dataclass(slots=True)
 class _Ev:
     """One group API exchange, reduced to what the analysis reads."""
@@ -486,6 +493,16 @@ class GroupAnalyzer:
         :meth:`merge` in another process)."""
         return {"events": list(self.sorted_events()), "events_dropped": self.events_dropped,
                 "topic_names": self.topic_names, "hw": self.hw}
+
+    def save(self, path, topic_names: Mapping[str, str] | None = None) -> None:
+        """Write :meth:`snapshot` to the file ``path`` (pickled; for :func:`load_state` in
+        another process). ``topic_names``: further topic id -> name pairs, taken as
+        :meth:`finish` takes them (the analyzer's own names win)."""
+        state = self.snapshot()
+        if topic_names:
+            state["topic_names"] = {**topic_names, **state["topic_names"]}
+        with open(path, "wb") as f:
+            pickle.dump(state, f, protocol=pickle.HIGHEST_PROTOCOL)
 
     def merge(self, other: "GroupAnalyzer | dict") -> None:
         """Take in what another analyzer (of another part of the same capture, e.g. another

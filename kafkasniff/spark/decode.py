@@ -17,9 +17,14 @@ Steps (:func:`spark_decode`):
    file name and ``file_tag`` = ``<shard>of<n>``, writing ``OUT/<table>/[date=../hour=..]/
    part-<capture>[-<i>of<n>]-<k>.parquet`` atomically, and returns its row counts, which the
    driver sums.
-4. **topic_ids**: every shard reports a (topic id, name) pair it saw; the shards' rows of a
-   split capture are merged into one row per pair with the earliest ``first_seen`` (what one
-   process reading the whole file writes).
+4. **topic_ids and the group tables**: every shard reports a (topic id, name) pair it saw;
+   the shards' rows of a split capture are merged into one row per pair with the earliest
+   ``first_seen`` (what one process reading the whole file writes). A consumer group spans
+   connections, so a shard task saves its group analysis state (the group API exchanges it
+   decoded, pickled, beside the shard) instead of writing the ``groups``, ``members``,
+   ``rebalances`` and ``commits`` tables; the driver merges the states of a capture's shards
+   and replays them as one (:mod:`kafkasniff.groups`), as ``export --jobs`` does with its
+   decoders. An unsplit capture's task writes its group tables itself.
 5. **Verify**: the tables are read back with Spark (explicit schemas) and the rows of this
    run's captures counted; a difference is an error. The scratch shards are removed (also
    on failure).
@@ -42,6 +47,7 @@ and on Spark Connect (no RDDs there: ``DataFrame.mapInArrow`` over ``spark.range
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import glob
 import os
@@ -49,7 +55,6 @@ import re
 import shutil
 import time
 import uuid
-import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator
@@ -207,11 +212,11 @@ def _stale_pattern(stem: str, ext: str) -> re.Pattern:
 
 def _remove_earlier_output(out_dir: Path, stems: list[str], ext: str) -> int:
     """Remove files an earlier ``export`` / ``spark decode`` wrote for these captures."""
-    from kafkasniff.export.schema import TABLES
+    from kafkasniff.export.schema import ALL_TABLES
 
     pats = [_stale_pattern(s, ext) for s in stems]
     removed = 0
-    for table in TABLES:
+    for table in ALL_TABLES:
         tdir = out_dir / table
         if not tdir.is_dir():
             continue
@@ -293,14 +298,58 @@ def _decode_rows(tasks: list[dict], ids: Iterable[int]) -> Iterator[dict]:
                                   partition_by=tuple(t["partition_by"]), fmt=t["fmt"],
                                   capture_name=t["capture"], file_tag=t["tag"],
                                   row_group_rows=t["row_group_rows"],
-                                  # a group spans connections, which split captures spread
-                                  # over tasks: no task writes the group tables
-                                  groups=False)
+                                  # a group spans connections, which a split capture spreads
+                                  # over tasks: a shard saves its analysis state and the
+                                  # driver analyses the shards of a capture together
+                                  group_state=_group_state_path(t) if t["tag"] else None)
         except (KafkaSniffError, OSError) as exc:   # OSError: e.g. output not writable
             yield {"task": tid, "tbl": None, "n": 0, "error": str(exc)}
             continue
         for table, n in got.items():
             yield {"task": tid, "tbl": table, "n": n, "error": None}
+
+
+def _group_state_path(task: dict) -> str:
+    """Where a shard's decode task saves its consumer-group analysis state (scratch)."""
+    return task["path"] + ".groups"
+
+
+def _merge_groups(out: Path, captures: list[str], tasks: list[dict], fmt: str,
+                  partition_by: tuple[str, ...], row_group_rows: int) -> dict[str, int]:
+    """Write the group tables of each split capture: the analysis states its shards saved,
+    merged and replayed as one (what one process reading the whole file writes). Runs on the
+    driver; the merge spills to temporary files as export does. Returns rows per table."""
+    from kafkasniff.export.paths import safe_name
+    from kafkasniff.export.schema import GROUP_TABLES
+    from kafkasniff.export.writer import ExportSink
+    from kafkasniff.groups.analysis import GroupAnalyzer, load_state
+
+    rows: dict[str, int] = {}
+    for name in captures:
+        states = [_group_state_path(t) for t in tasks if t["capture"] == name]
+        if not states:
+            continue            # no shard with packets: no table but issues, as before
+        analyzer = GroupAnalyzer()
+        sink = ExportSink(out, file_stem=f"{safe_name(name)}-split", fmt=fmt,
+                          partition_by=partition_by, row_group_rows=row_group_rows,
+                          defs=analyzer.defs, tables=GROUP_TABLES)
+        try:
+            first_ts = None
+            for path in states:
+                analyzer.merge(load_state(path))
+            report = analyzer.finish()
+            for g in report.groups:
+                if g.first_ts_ns >= 0:
+                    first_ts = g.first_ts_ns if first_ts is None else min(first_ts, g.first_ts_ns)
+            sink.add_groups(report, capture=name)
+            for table, n in sink.close(empty_ts_ns=first_ts or 0).items():
+                rows[table] = rows.get(table, 0) + n
+        except BaseException:
+            sink.abort()
+            raise
+        finally:
+            analyzer.close()
+    return rows
 
 
 _RESULT_DDL = {
@@ -383,7 +432,7 @@ def spark_decode(inputs: Iterable[str | os.PathLike[str]], out_dir: str | os.Pat
         SparkSetupError: Spark cannot start (no Java, no PySpark ...).
     """
     from kafkasniff.export.paths import EXTENSIONS, FORMATS, normalize_partition_by, safe_name
-    from kafkasniff.export.schema import TABLES
+    from kafkasniff.export.schema import ALL_TABLES
     from kafkasniff.spark.session import spark_session
     from kafkasniff.spark.split import SHARD_TARGET_BYTES, SPLIT_THRESHOLD_BYTES, shard_count
 
@@ -457,13 +506,18 @@ def spark_decode(inputs: Iterable[str | os.PathLike[str]], out_dir: str | os.Pat
         for r in rows:
             result.rows[r["tbl"]] = result.rows.get(r["tbl"], 0) + r["n"]
         result.decode_seconds = time.monotonic() - t2
-        result.rows = {t: result.rows[t] for t in TABLES if t in result.rows}
 
-        # -- one topic_ids row per pair for split captures
+        # -- one topic_ids row per pair, and the group tables, for split captures
         merged = [n for n in names if n_shards[n] > 1]
         if merged and "topic_ids" in result.rows:
             result.rows["topic_ids"] += _merge_topic_ids(out, merged, fmt, partition_by,
                                                          row_group_rows)
+        if merged:
+            for table, n in _merge_groups(out, merged, decode_tasks, fmt, partition_by,
+                                          row_group_rows).items():
+                result.rows[table] = result.rows.get(table, 0) + n
+
+        result.rows = {t: result.rows[t] for t in ALL_TABLES if t in result.rows}
 
         # -- read back
         if verify:

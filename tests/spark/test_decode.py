@@ -12,9 +12,14 @@ from pathlib import Path
 import pyarrow.dataset as ds
 import pytest
 
-from kafkasniff.export.schema import SCHEMAS, TABLES
-from kafkasniff.spark.decode import (SCRATCH_DIR, SparkDecodeError, capture_names,
-                                     expand_inputs, spark_decode)
+from kafkasniff.export.schema import ALL_TABLES, SCHEMAS
+from kafkasniff.spark.decode import (
+    SCRATCH_DIR,
+    SparkDecodeError,
+    capture_names,
+    expand_inputs,
+    spark_decode,
+)
 
 from .conftest import ALL_CAPTURES, CAPTURES, FORCED_SHARDS, pipeline_options
 
@@ -65,14 +70,14 @@ def test_every_capture_split_and_decoded(decoded) -> None:
     # some captures hold connections in every shard, empty shards are skipped
     assert len(ALL_CAPTURES) < res.tasks <= FORCED_SHARDS * len(ALL_CAPTURES)
     assert res.verified == res.rows
-    assert set(res.rows) == set(TABLES)
+    assert set(res.rows) == set(ALL_TABLES)
     assert not (out / SCRATCH_DIR).exists(), "scratch shards removed"
     # files are tagged with their shard
     names = [f.name for f in (out / "exchanges").iterdir()]
     assert any(f"-0of{FORCED_SHARDS}-" in n for n in names)
 
 
-@pytest.mark.parametrize("table", TABLES)
+@pytest.mark.parametrize("table", ALL_TABLES)
 def test_spark_decode_rows_equal_export_rows(decoded, exported, table) -> None:
     out, res = decoded
     total = 0
@@ -114,7 +119,7 @@ def test_partitioned_jsonl_truncated_and_rerun(spark, tmp_path: Path) -> None:
             res = spark_decode([tmp_path / "in"], out, spark=spark, shards=shards, fmt=fmt,
                                partition_by="date,hour", options=opts)
             assert res.verified == res.rows
-            for table in TABLES:
+            for table in ALL_TABLES:
                 if table == "records":
                     continue
                 assert table_rows(out, table, fmt=fmt) == table_rows(want_dir, table, fmt=fmt), \
