@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from kafkasniff.export.schema import TABLES
+from kafkasniff.export.schema import ALL_TABLES, GROUP_TABLES
 
 from .conftest import CAPTURES, all_broker_ports, java_missing_reason
 from .test_decode import table_rows
@@ -182,10 +182,11 @@ def test_decode_on_a_standalone_cluster(cluster, exported, tmp_path) -> None:
     assert "counts verified" in res.stderr
     assert "2 split" in res.stderr
     # the cluster wrote what export writes (the tables whose rows do not depend on other
-    # connections: see test_decode for partitions/records)
+    # connections: see test_decode for partitions/records; and the group tables, which the
+    # driver builds from the states the executors saved beside the shards)
     for pcap in CLUSTER_CAPTURES:
-        for table in ("exchanges", "issues", "connections", "topic_ids"):
+        for table in ("exchanges", "issues", "connections", "topic_ids", *GROUP_TABLES):
             assert table_rows(out, table, pcap.name) == table_rows(exported, table, pcap.name)
         assert table_rows(out, "records", pcap.name) or pcap.name == "kafka_python.pcap"
-    assert set(p.name for p in out.iterdir()) == set(TABLES)
+    assert set(p.name for p in out.iterdir()) == set(ALL_TABLES)
 
