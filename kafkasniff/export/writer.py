@@ -561,7 +561,7 @@ def export_captures(sources: list, out_dir: Path, *, options=None, with_records:
                 pipe.account_source(packets.accounting())
         add(pipe.finish(), capture=capture, pipeline=pipe)
         if analyzer is not None and group_state is not None:
-            analyzer.save(group_state, pipe.topics.names)
+            analyzer.save(group_state, pipe.topics.names, stats.first_ts_ns)
         elif analyzer is not None:
             sink.add_groups(analyzer.finish(pipe.topics.names), capture=stem_name)
     except BaseException:

@@ -33,6 +33,7 @@ field, never raised.
 from __future__ import annotations
 
 import heapq
+import os
 import pickle
 import tempfile
 from bisect import bisect_right
@@ -494,15 +495,20 @@ class GroupAnalyzer:
         return {"events": list(self.sorted_events()), "events_dropped": self.events_dropped,
                 "topic_names": self.topic_names, "hw": self.hw}
 
-    def save(self, path, topic_names: Mapping[str, str] | None = None) -> None:
-        """Write :meth:`snapshot` to the file ``path`` (pickled; for :func:`load_state` in
-        another process). ``topic_names``: further topic id -> name pairs, taken as
-        :meth:`finish` takes them (the analyzer's own names win)."""
+    def save(self, path, topic_names: Mapping[str, str] | None = None,
+             first_ts_ns: int = 0) -> None:
+        """Write :meth:`snapshot` to the file ``path``, atomically (pickled; for
+        :func:`load_state` in another process). ``topic_names``: further topic id -> name
+        pairs, taken as :meth:`finish` takes them (the analyzer's own names win);
+        ``first_ts_ns``: the first packet time of what was fed (kept as ``first_ts_ns``)."""
         state = self.snapshot()
         if topic_names:
             state["topic_names"] = {**topic_names, **state["topic_names"]}
-        with open(path, "wb") as f:
+        state["first_ts_ns"] = first_ts_ns
+        tmp = f"{path}.inprogress"
+        with open(tmp, "wb") as f:
             pickle.dump(state, f, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(tmp, path)
 
     def merge(self, other: "GroupAnalyzer | dict") -> None:
         """Take in what another analyzer (of another part of the same capture, e.g. another

@@ -315,7 +315,8 @@ def _group_state_path(task: dict) -> str:
 
 
 def _merge_groups(out: Path, captures: list[str], tasks: list[dict], fmt: str,
-                  partition_by: tuple[str, ...], row_group_rows: int) -> dict[str, int]:
+                  partition_by: tuple[str, ...], row_group_rows: int,
+                  definitions_dir: str | None) -> dict[str, int]:
     """Write the group tables of each split capture: the analysis states its shards saved,
     merged and replayed as one (what one process reading the whole file writes). Runs on the
     driver; the merge spills to temporary files as export does. Returns rows per table."""
@@ -323,26 +324,27 @@ def _merge_groups(out: Path, captures: list[str], tasks: list[dict], fmt: str,
     from kafkasniff.export.schema import GROUP_TABLES
     from kafkasniff.export.writer import ExportSink
     from kafkasniff.groups.analysis import GroupAnalyzer, load_state
+    from kafkasniff.protocol.schema import load_definitions
 
+    defs = load_definitions(definitions_dir)
     rows: dict[str, int] = {}
     for name in captures:
         states = [_group_state_path(t) for t in tasks if t["capture"] == name]
         if not states:
             continue            # no shard with packets: no table but issues, as before
-        analyzer = GroupAnalyzer()
+        analyzer = GroupAnalyzer(defs)
         sink = ExportSink(out, file_stem=f"{safe_name(name)}-split", fmt=fmt,
                           partition_by=partition_by, row_group_rows=row_group_rows,
-                          defs=analyzer.defs, tables=GROUP_TABLES)
+                          defs=defs, tables=GROUP_TABLES)
         try:
-            first_ts = None
+            first_ts = []         # an empty table's file goes where export puts it
             for path in states:
-                analyzer.merge(load_state(path))
-            report = analyzer.finish()
-            for g in report.groups:
-                if g.first_ts_ns >= 0:
-                    first_ts = g.first_ts_ns if first_ts is None else min(first_ts, g.first_ts_ns)
-            sink.add_groups(report, capture=name)
-            for table, n in sink.close(empty_ts_ns=first_ts or 0).items():
+                state = load_state(path)
+                if state.get("first_ts_ns"):
+                    first_ts.append(state["first_ts_ns"])
+                analyzer.merge(state)
+            sink.add_groups(analyzer.finish(), capture=name)
+            for table, n in sink.close(empty_ts_ns=min(first_ts, default=0)).items():
                 rows[table] = rows.get(table, 0) + n
         except BaseException:
             sink.abort()
@@ -513,8 +515,9 @@ def spark_decode(inputs: Iterable[str | os.PathLike[str]], out_dir: str | os.Pat
             result.rows["topic_ids"] += _merge_topic_ids(out, merged, fmt, partition_by,
                                                          row_group_rows)
         if merged:
+            defs_dir = options.definitions_dir if options is not None else None
             for table, n in _merge_groups(out, merged, decode_tasks, fmt, partition_by,
-                                          row_group_rows).items():
+                                          row_group_rows, defs_dir).items():
                 result.rows[table] = result.rows.get(table, 0) + n
 
         result.rows = {t: result.rows[t] for t in ALL_TABLES if t in result.rows}

@@ -20,6 +20,7 @@ from collections import defaultdict
 import pytest
 
 from kafkasniff.groups import GroupAnalyzer, GroupsReport
+from kafkasniff.groups.analysis import load_state
 from tests.conftest import CAPTURES, decode_capture
 
 
@@ -420,3 +421,29 @@ def test_spilled_runs_give_the_same_report(name):
     merged.merge(spilled.snapshot())
     assert merged.finish() == want
     spilled.close()
+
+
+def test_saved_halves_merge_into_the_whole_report(tmp_path):
+    """Two analyzers fed one half of the connections each (``spark decode`` shards), saved to
+    files and merged in another analyzer, give the report of one analyzer fed everything;
+    the topic names passed to ``save`` yield to the analyzer's own, as in ``finish``."""
+    exchanges = decode_capture(CAPTURES / "librdkafka_rebalance.pcap").exchanges
+    whole = GroupAnalyzer()
+    halves = [GroupAnalyzer(spill_events=3), GroupAnalyzer(spill_events=3)]
+    for ex in exchanges:
+        whole.add(ex)
+        halves[ex.conn_id % 2].add(ex)
+    assert all(h.kept_events for h in halves)
+    halves[0].add_topic_name("id-1", "own")
+    for i, h in enumerate(halves):
+        h.save(tmp_path / f"s{i}", {"id-1": "passed", "id-2": "passed"}, first_ts_ns=7 + i)
+        h.close()
+    assert not list(tmp_path.glob("*.inprogress"))
+    merged = GroupAnalyzer()
+    states = [load_state(tmp_path / f"s{i}") for i in range(2)]
+    for st in states:
+        merged.merge(st)
+    assert [st["first_ts_ns"] for st in states] == [7, 8]
+    assert {k: states[0]["topic_names"][k] for k in ("id-1", "id-2")} == \
+        {"id-1": "own", "id-2": "passed"}
+    assert merged.finish() == whole.finish()
