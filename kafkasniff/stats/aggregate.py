@@ -271,12 +271,11 @@ class Aggregator:
     topics = property(lambda self: self._table(self._topics), doc="Rows by topic.")
 
     def __getstate__(self) -> dict:
+        """Pickled (``--jobs`` decoders) with the pending combinations folded in; unpickling
+        is the default ``__dict__`` update."""
         if self._pending:
             self._fold()
         return self.__dict__
-
-    def __setstate__(self, state: dict) -> None:
-        self.__dict__.update(state)
 
     def add_issue(self, issue: DecodeIssue) -> None:
         """Count one issue (by kind and by severity)."""
