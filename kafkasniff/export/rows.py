@@ -617,19 +617,11 @@ def _group_row(g, capture: str) -> dict:
 
 
 def _member_row(g, m, capture: str) -> dict:
-    return {
-        "capture": capture, **time_columns(m.first_ts_ns), "group_id": g.group_id,
-        "protocol": g.protocol, "member_id": m.member_id,
-        "group_instance_id": m.group_instance_id, "client_id": m.client_id,
-        "client_host": m.client_host, "client": m.client,
-        "first_ts": m.first_ts_ns // 1000, "first_ts_ns": m.first_ts_ns,
-        "last_ts_ns": m.last_ts_ns, "joined_ts_ns": m.joined_ts_ns,
-        "left_ts_ns": m.left_ts_ns, "left_reason": m.left_reason,
-        "generation_id": m.generation_id, "member_epoch": m.member_epoch,
-        "assignment": _tps(m.assignment),
-        "subscribed_topics": list(m.subscribed_topics), "rack_id": m.rack_id,
-        "session_timeout_ms": m.session_timeout_ms,
-        "rebalance_timeout_ms": m.rebalance_timeout_ms, "exchanges": m.exchanges}
+    # the member's own fields as Member.to_dict gives them, the assignment as the table's
+    # list of topic-partitions instead of its {topic: partitions} form
+    return {"capture": capture, **time_columns(m.first_ts_ns), "group_id": g.group_id,
+            "protocol": g.protocol, **m.to_dict(), "first_ts": m.first_ts_ns // 1000,
+            "assignment": _tps(m.assignment)}
 
 
 def _rebalance_row(g, r, capture: str) -> dict:
