@@ -159,8 +159,11 @@ def _read_run(f) -> Iterator["_Ev"]:
 
 
 def load_state(path) -> dict:
-    """A state :meth:`GroupAnalyzer.save` wrote, for :meth:`GroupAnalyzer.merge`. Only for
-    files this program wrote (it is a pickle)."""
+    """A state :meth:`GroupAnalyzer.save` wrote, for :meth:`GroupAnalyzer.merge`: a dict of
+    ``events`` (replay order), ``events_dropped``, ``topic_names``, ``hw`` and
+    ``first_ts_ns``. Only for files this program wrote (it is a pickle). Raises ``OSError``
+    when the file cannot be read and ``pickle.UnpicklingError`` / ``EOFError`` when it is not
+    a whole state."""
     with open(path, "rb") as f:
         return pickle.load(f)
 
