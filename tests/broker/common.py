@@ -140,21 +140,15 @@ def _ids(ex: Exchange) -> tuple[int, int, int]:
     return client_port(ex.broker), client_port(ex.client), ex.correlation_id
 
 
-def _received_at(r) -> float | None:
-    """When the broker read logged request ``r`` (seconds): its log time minus its total
-    time; ``None`` when the line has no time."""
-    return None if r.logged_at is None else r.logged_at - r.total_time_ms / 1000
-
-
-def _nearest(exchanges: list[Exchange], r) -> Exchange:
-    """Of the exchanges with the logged request's key, the one sent nearest to when the
-    broker read it: a connection that reuses a client port starts its correlation ids at 0
-    again (a replica fetcher reconnecting after a failover), so the key alone may name the
-    same request of two connections."""
-    at = _received_at(r)
-    if at is None or len(exchanges) == 1:
-        return exchanges[0]
-    return min(exchanges, key=lambda e: abs(e.ts_ns / 1e9 - at))
+def _distance(ex: Exchange, r) -> float:
+    """Seconds between exchange ``ex``'s request and when the broker read logged request
+    ``r`` (its log time minus its total time); 0 when the line has no time. A connection
+    that reuses a client port starts its correlation ids at 0 again (a replica fetcher
+    reconnecting after a failover), so (ports, correlation_id) alone may name the same
+    request of two connections: the nearest one is meant."""
+    if r.logged_at is None:
+        return 0.0
+    return abs(ex.ts_ns / 1e9 - (r.logged_at - r.total_time_ms / 1000))
 
 
 def unpaired(cap: BrokerCapture, status: Callable[[Exchange], str] = lambda ex:
@@ -172,7 +166,8 @@ def unpaired(cap: BrokerCapture, status: Callable[[Exchange], str] = lambda ex:
         found = by_key.get((r.local_port, r.client_port, r.correlation_id), [])
         same = [e for e in found if (e.api_key, e.api_version, e.client_id) ==
                 (r.api_key, r.api_version, r.client_id)]
-        ex = _nearest(same, r) if same else (found[0] if found else None)
+        ex = min(same, key=lambda e: _distance(e, r)) if same else \
+            (found[0] if found else None)
         got = None if ex is None else (ex.api_key, ex.api_version, ex.client_id, ex.status)
         want = (r.api_key, r.api_version, r.client_id,
                 None if ex is None else status(ex))
@@ -424,9 +419,7 @@ def body_differences(cap: BrokerCapture) -> tuple[list[str], int]:
         candidates = [r for r in log.get(_ids(ex), ()) if r.api_key == ex.api_key]
         if not candidates:
             continue
-        # a reused client port: the logged request read nearest to this exchange's time
-        r = min(candidates, key=lambda c: abs(_received_at(c) - ex.ts_ns / 1e9)
-                if c.logged_at is not None else 0)
+        r = min(candidates, key=lambda c: _distance(ex, c))    # a reused client port
         tag = f"{ex.client} {ex.api_name} v{ex.api_version} corr {ex.correlation_id}"
         if ex.request is not None and "request" in r.fields:
             compare_body(f"{tag} request", r.fields["request"], ex.request.body, diffs)
