@@ -116,12 +116,14 @@ def decode_command(inputs, read_files, ports, detect, max_frame_bytes, definitio
                        max_uncompressed_bytes, wire_format, show_secrets)
     log = None if quiet else (lambda m: click.echo(f"spark decode: {m}", err=True))
     try:
-        with _session(master, remote, cores, conf) as spark:
-            res = spark_decode(inp.sources, output, spark=spark, shards=shards,
-                               with_records=with_records, partition_by=partition_by, fmt=fmt,
-                               options=inp.pipeline_options(), row_group_rows=row_group_rows,
-                               split_threshold_bytes=split_threshold_mb << 20,
-                               verify=not no_verify, keep_scratch=keep_scratch, log=log)
+        # spark_decode starts (and stops) the session itself: a split on this machine then
+        # runs while Spark starts
+        res = spark_decode(inp.sources, output, master=master, remote=remote, cores=cores,
+                           conf=conf or None, shards=shards, with_records=with_records,
+                           partition_by=partition_by, fmt=fmt,
+                           options=inp.pipeline_options(), row_group_rows=row_group_rows,
+                           split_threshold_bytes=split_threshold_mb << 20,
+                           verify=not no_verify, keep_scratch=keep_scratch, log=log)
     except KafkaSniffError as exc:
         fail(str(exc))
     except OSError as exc:

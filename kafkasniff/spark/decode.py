@@ -8,8 +8,10 @@ Steps (:func:`spark_decode`):
    (a longer path suffix, ``host1/x.pcap``, when several inputs share a file name).
 2. **Split**: a capture of at least ``split_threshold_bytes`` (64 MiB) is cut by TCP
    connection into ``ceil(size / 64 MiB)`` pcapng shards (``shards=N``: every capture into
-   N), streaming, by :func:`kafkasniff.spark.split.split_capture`, one Spark task per
-   capture, into ``OUT/_kafkasniff_scratch/<run>/`` (ignored by Spark readers: leading ``_``).
+   N), streaming, by :func:`kafkasniff.spark.split.split_capture`, into
+   ``OUT/_kafkasniff_scratch/<run>/`` (ignored by Spark readers: leading ``_``): with a local
+   master in a process forked by the driver before Spark starts (:class:`_LocalSplit`: the
+   JVM starts meanwhile on the other core), else one Spark task per capture.
    Damage found in the source (a truncated file) is written as ``issues`` rows of the
    original capture by the split task, exactly as ``export`` would write it.
 3. **Decode**: one Spark task per shard (or per unsplit capture), biggest first, calls
@@ -26,8 +28,9 @@ Steps (:func:`spark_decode`):
    and replays them as one (:mod:`kafkasniff.groups`), as ``export --jobs`` does with its
    decoders. An unsplit capture's task writes its group tables itself.
 5. **Verify**: the tables are read back with Spark (explicit schemas) and the rows of this
-   run's captures counted; a difference is an error. The scratch shards are removed (also
-   on failure).
+   run's captures counted; a difference is an error. (While a split beside the driver still
+   runs, the same query on an empty file warms Spark SQL up: :func:`_warm_up`.) The scratch
+   shards are removed (also on failure).
 
 Tasks receive paths, never file contents: on a cluster, the inputs and the output directory
 must be on storage every executor and the driver see at the same path (NFS, a mounted
@@ -92,8 +95,12 @@ class DecodeResult:
         rows: table -> rows written (summed over tasks, topic_ids after merging).
         verified: table -> rows of this run's captures read back with Spark.
         input_bytes: total size of the inputs.
-        seconds: wall time of the whole run; ``split_seconds``/``decode_seconds``/
-            ``verify_seconds`` of its phases.
+        seconds: wall time of the whole run; ``start_seconds`` (starting Spark, 0 with a
+            session given), ``split_seconds``/``decode_seconds``/``verify_seconds`` of its
+            phases (a split on the driver's machine runs while Spark starts: see
+            :func:`spark_decode`).
+        split_here: the captures were split by a process beside the driver (a local
+            master), not in Spark tasks.
     """
 
     out_dir: str
@@ -104,9 +111,11 @@ class DecodeResult:
     verified: dict[str, int] = field(default_factory=dict)
     input_bytes: int = 0
     seconds: float = 0.0
+    start_seconds: float = 0.0
     split_seconds: float = 0.0
     decode_seconds: float = 0.0
     verify_seconds: float = 0.0
+    split_here: bool = False
 
 
 # ---------------------------------------------------------------------------- inputs
@@ -398,10 +407,125 @@ def _run(spark, fn, tasks: list[dict], what: str) -> list[dict]:
         sc.setJobDescription(None)
 
 
+def _executors_here(spark, master: str | None, remote: str | None) -> bool:
+    """Whether Spark's executors run on this machine (a ``local`` master): then a split
+    runs in a process beside the driver, while Spark starts, instead of in a Spark task."""
+    if remote:
+        return False
+    if spark is not None:
+        from kafkasniff.spark.session import is_connect
+
+        return not is_connect(spark) and spark.sparkContext.master.startswith("local")
+    if master is None:
+        # get_spark's default is local[*], unless spark-submit started the JVM with its own
+        return "PYSPARK_GATEWAY_PORT" not in os.environ
+    return master.startswith("local")
+
+
+def _split_child(tasks: list[dict], conn) -> None:
+    """Body of the split process: ``(rows, seconds)`` of :func:`_split_rows`, or the
+    exception it raised, sent through ``conn``."""
+    t0 = time.monotonic()
+    try:
+        got: object = (list(_split_rows(tasks, range(len(tasks)))), time.monotonic() - t0)
+    except BaseException as exc:  # noqa: BLE001 - handed to the driver, raised there
+        got = exc
+    try:
+        conn.send(got)
+    except Exception as exc:  # noqa: BLE001 - an exception that cannot be pickled
+        conn.send(RuntimeError(f"splitting failed: {got!r} ({exc})"))
+    conn.close()
+
+
+#: JVM options of the driver of a session ``spark_decode`` starts: only the C1 compiler.
+#: The driver coordinates (the decoding is Python, in tasks; the verification counts a few
+#: small tables), so C2's optimised code never pays back the CPU it costs: with C1 alone
+#: the JVM starts with about half the CPU (4.5 against 8 CPU-seconds on 2 cores, 4.2
+#: against 5.0 s) and the verification takes 4.5 instead of 6.2 s (docs/benchmarks.md).
+DRIVER_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1"
+
+
+def _driver_conf(conf: dict[str, str] | None) -> dict[str, str]:
+    """``conf`` with :data:`DRIVER_JAVA_OPTIONS` before the caller's driver options (a
+    later JVM option wins, so a caller's ``-XX:TieredStopAtLevel`` overrides it)."""
+    conf = dict(conf or {})
+    key = "spark.driver.extraJavaOptions"
+    conf[key] = f"{DRIVER_JAVA_OPTIONS} {conf[key]}" if key in conf else DRIVER_JAVA_OPTIONS
+    return conf
+
+
+class _LocalSplit:
+    """:func:`_split_rows` over ``tasks`` in a forked child process, started at once.
+
+    A local master's executors are this machine, so the split (one core, reading and
+    writing every byte of the capture) can run while the JVM starts instead of after it.
+    :meth:`result` waits for the rows; :meth:`cancel` stops the child."""
+
+    def __init__(self, tasks: list[dict]) -> None:
+        import multiprocessing as mp
+
+        ctx = mp.get_context("fork")
+        self._conn, send = ctx.Pipe(duplex=False)
+        self._proc = ctx.Process(target=_split_child, args=(tasks, send),
+                                 name="kafkasniff-split", daemon=True)
+        self._proc.start()
+        send.close()
+
+    def done(self) -> bool:
+        """Whether the rows (or an error) are ready."""
+        return self._conn.poll()
+
+    def result(self) -> tuple[list[dict], float]:
+        """``(rows, seconds)`` of the split.
+
+        Raises:
+            SparkDecodeError: the process died without an answer (killed, out of memory).
+            Exception: what the split raised (a bug: expected errors are rows)."""
+        try:
+            got = self._conn.recv()
+        except EOFError:
+            self._proc.join()
+            raise SparkDecodeError(f"the split process died (exit code "
+                                   f"{self._proc.exitcode}) before it finished") from None
+        finally:
+            self._conn.close()
+        self._proc.join()
+        if isinstance(got, BaseException):
+            raise got
+        return got
+
+    def cancel(self) -> None:
+        """Stop the child if it still runs."""
+        if self._proc.is_alive():
+            self._proc.terminate()
+        self._proc.join()
+        self._conn.close()
+
+
+def _warm_up(spark, scratch: Path, fmt: str) -> None:
+    """Run the verification's query once on an empty ``exchanges`` file in ``scratch``: the
+    first Spark SQL query of a session costs seconds (class loading, code generation) that
+    this moves to a moment where a core is idle (while the split runs)."""
+    from kafkasniff.export.paths import EXTENSIONS
+    from kafkasniff.export.schema import SCHEMAS
+
+    d = scratch / "_warm_up"
+    (d / "exchanges").mkdir(parents=True, exist_ok=True)
+    path = d / "exchanges" / f"part-warm-up{EXTENSIONS[fmt]}"
+    if fmt == "parquet":
+        import pyarrow.parquet as pq
+
+        pq.write_table(SCHEMAS["exchanges"].empty_table(), path)
+    else:
+        path.touch()
+    verify_counts(spark, d, ["warm-up"], ["exchanges"], fmt)
+
+
 # ---------------------------------------------------------------------------- the run
 
 def spark_decode(inputs: Iterable[str | os.PathLike[str]], out_dir: str | os.PathLike[str], *,
-                 master: str | None = None, remote: str | None = None, spark=None,
+                 master: str | None = None, remote: str | None = None,
+                 cores: int | None = None, conf: dict[str, str] | None = None, spark=None,
                  shards: int | None = None, with_records: bool = False,
                  partition_by: tuple[str, ...] | str = (), fmt: str = "parquet",
                  options=None, row_group_rows: int = 50_000,
@@ -413,8 +537,9 @@ def spark_decode(inputs: Iterable[str | os.PathLike[str]], out_dir: str | os.Pat
     Args:
         inputs: files, directories, glob patterns.
         out_dir: output directory (tables in sub-directories; created).
-        master / remote: where to run (see :func:`kafkasniff.spark.session.get_spark`);
-            ignored when ``spark`` is given.
+        master / remote / cores / conf: where and how to run (see
+            :func:`kafkasniff.spark.session.get_spark`); ignored when ``spark`` is given.
+            The session is started here and stopped at the end.
         spark: an existing SparkSession to use (not stopped here).
         shards: split every capture into this many shards (1: never split); default: only
             captures of at least ``split_threshold_bytes``, into ``ceil(size /
@@ -465,19 +590,39 @@ def spark_decode(inputs: Iterable[str | os.PathLike[str]], out_dir: str | os.Pat
               "row_group_rows": row_group_rows, "with_records": with_records,
               "options": options}
     scratch = out / SCRATCH_DIR / uuid.uuid4().hex
-    ctx = spark_session(master=master, remote=remote) if spark is None else None
-    session = spark if spark is not None else ctx.__enter__()
+    to_split = sorted((n for n in names if n_shards[n] > 1), key=lambda n: -sizes[n])
+    split_tasks = [dict(common, path=names[n], capture=n, shards=n_shards[n],
+                        stem=safe_name(n), scratch=str(scratch / str(i)))
+                   for i, n in enumerate(to_split)]
+    local_split = None
+    if split_tasks and _executors_here(spark, master, remote):
+        # the executors are this machine: split in a process of our own, started before
+        # Spark so that the JVM starts on the other core meanwhile
+        say(f"splitting {len(split_tasks)} capture(s) by connection (while Spark starts)")
+        local_split = _LocalSplit(split_tasks)
+        result.split_here = True
+    ctx = None
     try:
-        # -- split the large captures (one task each)
-        decode_tasks: list[dict] = []
-        to_split = sorted((n for n in names if n_shards[n] > 1), key=lambda n: -sizes[n])
-        if to_split:
+        if spark is None:
             t1 = time.monotonic()
-            split_tasks = [dict(common, path=names[n], capture=n, shards=n_shards[n],
-                                stem=safe_name(n), scratch=str(scratch / str(i)))
-                           for i, n in enumerate(to_split)]
-            say(f"splitting {len(split_tasks)} capture(s) by connection")
-            rows = _run(session, _split_rows, split_tasks, "split")
+            cm = spark_session(master=master, remote=remote, cores=cores,
+                               conf=conf if remote else _driver_conf(conf))
+            session = cm.__enter__()
+            ctx = cm                    # entered: stopped in the finally below
+            result.start_seconds = time.monotonic() - t1
+        else:
+            session = spark
+        # -- split the large captures (one task each, or the process started above)
+        decode_tasks: list[dict] = []
+        if split_tasks:
+            t1 = time.monotonic()
+            if local_split is not None:
+                if verify and not local_split.done():
+                    _warm_up(session, scratch, fmt)     # on the core the split leaves idle
+                rows, result.split_seconds = local_split.result()
+            else:
+                say(f"splitting {len(split_tasks)} capture(s) by connection")
+                rows = _run(session, _split_rows, split_tasks, "split")
             errors = [r["error"] for r in rows if r["error"]]
             if errors:
                 raise SparkDecodeError("; ".join(errors))
@@ -490,7 +635,8 @@ def spark_decode(inputs: Iterable[str | os.PathLike[str]], out_dir: str | os.Pat
                 decode_tasks.append(dict(common, path=r["path"], capture=t["capture"],
                                          tag=f"{r['shard']}of{t['shards']}",
                                          size=os.path.getsize(r["path"])))
-            result.split_seconds = time.monotonic() - t1
+            if local_split is None:
+                result.split_seconds = time.monotonic() - t1
         for n in names:
             if n_shards[n] == 1:
                 decode_tasks.append(dict(common, path=names[n], capture=n, tag="",
@@ -535,6 +681,8 @@ def spark_decode(inputs: Iterable[str | os.PathLike[str]], out_dir: str | os.Pat
                     + ", ".join(f"{t} {w} written, {r} read" for t, (w, r) in bad.items())
                     + " (another process writing the same captures here?)")
     finally:
+        if local_split is not None:
+            local_split.cancel()        # an error before its result was taken
         if not keep_scratch:
             shutil.rmtree(scratch, ignore_errors=True)
             try:

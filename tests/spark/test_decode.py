@@ -235,3 +235,81 @@ def test_tls_decrypted_on_executors_with_the_key_log_or_the_secrets_blocks(spark
                        options=pipeline_options())
     assert res.shards == {"broker_tls.pcap": 3}
     assert table_rows(tmp_path / "blocks", "exchanges") == want
+
+
+# ---------------------------------------------------------------------------- issue 14
+
+def test_split_beside_the_driver_equals_the_split_in_spark_tasks(spark, tmp_path: Path,
+                                                                 monkeypatch) -> None:
+    """A local master's executors are this machine: the split runs in a process of its own,
+    started before Spark (so that the JVM starts meanwhile). Its tables equal those of the
+    split in Spark tasks (what a cluster does; test_cluster.py runs that way end to end)."""
+    from kafkasniff.spark import decode
+
+    caps = [CAPTURES / "librdkafka_midstream.pcap", CAPTURES / "librdkafka_rebalance.pcap"]
+    here = spark_decode(caps, tmp_path / "here", spark=spark, shards=3,
+                        options=pipeline_options())
+    assert here.split_here and here.split_seconds > 0
+    monkeypatch.setattr(decode, "_executors_here", lambda *a: False)
+    tasks = spark_decode(caps, tmp_path / "tasks", spark=spark, shards=3,
+                         options=pipeline_options())
+    assert not tasks.split_here
+    assert here.rows == tasks.rows == here.verified
+    for table in ALL_TABLES:
+        assert table_rows(tmp_path / "here", table) == table_rows(tmp_path / "tasks", table), \
+            table
+
+
+def test_split_process_that_dies_or_fails_is_an_error(spark, tmp_path: Path,
+                                                      monkeypatch) -> None:
+    """A split process killed (out of memory ...) is a clear error, not a hang, and the
+    scratch directory goes; an unexpected exception in it is raised on the driver."""
+    from kafkasniff.spark import decode
+
+    monkeypatch.setattr(decode, "_split_rows", lambda tasks, ids: os._exit(3))
+    with pytest.raises(SparkDecodeError, match=r"split process died \(exit code 3\)"):
+        spark_decode([CAPTURES / "kafka_python.pcap"], tmp_path / "out", spark=spark,
+                     shards=2)
+    assert not (tmp_path / "out" / SCRATCH_DIR).exists()
+
+    def fails(tasks, ids):
+        raise ValueError("a bug in the split")
+
+    monkeypatch.setattr(decode, "_split_rows", fails)
+    with pytest.raises(ValueError, match="a bug in the split"):
+        decode._LocalSplit([{}]).result()
+
+
+def test_where_the_split_runs_and_the_driver_options(spark, tmp_path: Path,
+                                                     monkeypatch) -> None:
+    """Local masters split beside the driver, clusters and Spark Connect in tasks; a session
+    spark_decode starts gets the C1-only JVM option before the caller's options."""
+    import contextlib
+
+    from kafkasniff.spark import decode
+    from kafkasniff.spark import session as sess
+
+    assert decode._executors_here(None, "local[2]", None)
+    assert decode._executors_here(None, None, None)             # get_spark's local[*]
+    assert decode._executors_here(spark, None, None)            # the fixture's local[2]
+    assert not decode._executors_here(None, "spark://h:7077", None)
+    assert not decode._executors_here(None, "yarn", None)
+    assert not decode._executors_here(None, None, "sc://h:15002")
+    key = "spark.driver.extraJavaOptions"
+    assert decode._driver_conf(None) == {key: decode.DRIVER_JAVA_OPTIONS}
+    assert decode._driver_conf({key: "-Xmx2g", "a": "b"}) == {
+        key: f"{decode.DRIVER_JAVA_OPTIONS} -Xmx2g", "a": "b"}
+
+    asked = []
+
+    @contextlib.contextmanager
+    def session(**kw):
+        asked.append(kw)
+        yield spark
+
+    monkeypatch.setattr(sess, "spark_session", session)
+    res = spark_decode([CAPTURES / "kafka_python.pcap"], tmp_path / "out", master="local[2]",
+                       cores=2, conf={"x": "y"}, options=pipeline_options())
+    assert res.rows["exchanges"] > 0 and res.start_seconds > 0
+    assert asked == [{"master": "local[2]", "remote": None, "cores": 2,
+                      "conf": {"x": "y", key: decode.DRIVER_JAVA_OPTIONS}}]
