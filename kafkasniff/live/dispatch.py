@@ -1,12 +1,12 @@
 """Routing packets by connection to the decoders (runs in the capture process).
 
-:func:`kafkasniff.parallel.flows.partition` picks a frame's decoder by a symmetric hash of
+:func:`kafkasniff.capture.flows.partition` picks a frame's decoder by a symmetric hash of
 its flow (both directions of a TCP connection go to the same decoder, as the kernel's
-``PACKET_FANOUT_HASH`` does for the ring and socket backends). :class:`Dispatcher` packs packets into one batch per decoder
-(a ``batch_header`` of kind ``KIND_RECORDS``, then per packet a :data:`packet_record`
-followed by the frame bytes) and hands batches to the bounded shared-memory channels of
-:mod:`kafkasniff.parallel.shm`, counting queue drops in the shared counters
-(:mod:`kafkasniff.live.config`).
+``PACKET_FANOUT_HASH`` does for the ring and socket backends). :class:`Dispatcher` packs
+packets into one batch per decoder (a ``batch_header`` of kind ``KIND_RECORDS``, then per
+packet a :data:`packet_record` followed by the frame bytes) and hands batches to the
+bounded shared-memory channels of :mod:`kafkasniff.parallel.shm`, counting queue drops in
+the shared counters (:mod:`kafkasniff.live.config`).
 
 See :mod:`kafkasniff.live` for how the parts fit together.
 """
@@ -17,9 +17,9 @@ import struct
 import time
 from typing import Any, Callable
 
+from kafkasniff.capture.flows import flow_hash, ip_offset, partition
 from kafkasniff.live.backends import KIND_RECORDS, KIND_SECRETS, batch_header
 from kafkasniff.live.config import C_DISPATCHED, C_PACKETS, C_QUEUE_DROPS, LiveConfig
-from kafkasniff.parallel.flows import flow_hash, ip_offset, partition
 
 __all__ = [
     "Dispatcher",

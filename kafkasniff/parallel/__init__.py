@@ -2,7 +2,7 @@
 ``--jobs N`` (docs/performance.md).
 
 One process reads the capture and routes packets by connection (both directions to one
-decoder, :mod:`~kafkasniff.parallel.flows`) in batches through shared memory
+decoder, :mod:`~kafkasniff.capture.flows`) in batches through shared memory
 (:mod:`~kafkasniff.parallel.shm`) to N decoder processes (:mod:`~kafkasniff.parallel.worker`),
 each running a :class:`~kafkasniff.pipeline.Pipeline`. What is global across connections —
 connection ids, topic ids learnt from Metadata on another connection, the idle-connection

@@ -36,9 +36,9 @@ from dataclasses import dataclass, replace
 from multiprocessing.connection import wait
 from typing import Callable
 
+from kafkasniff.capture.flows import router
 from kafkasniff.capture.pcapfile import TLS_KEY_LOG_SECRETS, open_capture
 from kafkasniff.errors import KafkaSniffError
-from kafkasniff.parallel.flows import router
 from kafkasniff.parallel.shm import Channel
 from kafkasniff.parallel.wire import (
     END,

@@ -1,13 +1,14 @@
-"""Routing packets to decoders by connection: the symmetric flow hash, link offsets, the dispatcher."""
+"""Routing packets to decoders by connection: the symmetric flow hash, link offsets, the
+dispatcher."""
 
 from __future__ import annotations
 
 import random
 import struct
 
+from kafkasniff.capture.flows import flow_hash, ip_offset, partition
 from kafkasniff.live.config import C_DISPATCHED, C_PACKETS, C_QUEUE_DROPS, N_COUNTERS, LiveConfig
 from kafkasniff.live.dispatch import Dispatcher
-from kafkasniff.parallel.flows import flow_hash, ip_offset, partition
 from tests.capture import builders as b
 
 

@@ -1,7 +1,10 @@
 """Which decoder a packet goes to: a symmetric hash of its flow, so that both directions of a
 TCP connection reach the same decoder (as the kernel's ``PACKET_FANOUT_HASH`` does for live
-capture). Used by ``live -r`` (:mod:`kafkasniff.live.dispatch`) and by ``--jobs N``
-(:mod:`kafkasniff.parallel.engine`).
+capture). Used by ``live -r`` (:mod:`kafkasniff.live.dispatch`), by ``--jobs N``
+(:mod:`kafkasniff.parallel.engine`) and by ``spark decode``'s split
+(:mod:`kafkasniff.spark.split`): one rule for "the same connection" everywhere. It reads
+only link, IP and TCP/UDP headers, so it lives with the capture layer every one of them
+may import.
 """
 
 from __future__ import annotations

@@ -3,8 +3,8 @@ must agree, or a connection would be split between decoders)."""
 
 from __future__ import annotations
 
+from kafkasniff.capture.flows import flow_hash, ip_offset, partition, router
 from kafkasniff.capture.pcapfile import open_capture
-from kafkasniff.parallel.flows import flow_hash, ip_offset, partition, router
 from tests.conftest import CAPTURES
 
 
