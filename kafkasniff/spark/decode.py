@@ -248,7 +248,11 @@ def _split_rows(tasks: list[dict], ids: Iterable[int]) -> Iterator[dict]:
     for tid in ids:
         t = tasks[tid]
         try:
-            res = split_capture(t["path"], t["scratch"], t["shards"], stem=t["stem"])
+            opts = t["options"]
+            res = split_capture(t["path"], t["scratch"], t["shards"], stem=t["stem"],
+                                # as --jobs routes: TLS sessions resumed across connections
+                                by_hosts=bool(opts is not None and (opts.tls_keylog
+                                                                    or opts.tls_keylog_text)))
         except (KafkaSniffError, OSError) as exc:   # OSError: e.g. scratch space full
             yield {"task": tid, "shard": -1, "path": None, "packets": 0, "issues": 0,
                    "error": str(exc)}

@@ -2,17 +2,22 @@
 
 Every TCP connection must be decoded by one pipeline from its first packet to its last
 (reassembly, framing and pairing are per connection), so a capture is cut by connection, not
-by position: each packet goes to shard ``crc32(flow key) % n``, where the flow key is the
-connection's two endpoints ``(ip, port)`` in sorted order (both directions of a connection,
-and a later connection on the same four-tuple, land in the same shard). Packets that are not
-TCP (ARP, UDP, IP fragments, unparsable frames) go to shard 0, where the pipeline counts
-them as it would in the whole file.
+by position: each packet goes to the shard the flow hash of
+:mod:`kafkasniff.capture.flows` picks, the rule ``--jobs N`` routes packets to its decoders
+by. It is symmetric in the two endpoints ``(ip, port)``, so both directions of a connection,
+and a later connection on the same four-tuple, land in one shard. Frames that are not IP go
+to shard 0; other IP packets (UDP, fragments) are hashed as well: every packet is read by
+exactly one shard's pipeline, which counts it as the pipeline of the whole file would. With
+``by_hosts`` (a TLS key log is given) the ports are left out of the hash: every connection
+between two hosts goes to one shard, since a TLS 1.2 session resumed on a new connection is
+decrypted with the secrets of the connection that made it (as ``--jobs`` does).
 
 The capture is read once, packet by packet (:func:`kafkasniff.capture.open_capture`), and
 each shard is written as it goes with :class:`kafkasniff.capture.writer.PcapNgWriter`, so
 memory is a read buffer plus one write buffer per shard whatever the file size. Shards keep
 the packets' original link types (one pcapng interface each), timestamps (ns) and original
-lengths; within a shard, packets keep the capture's order.
+lengths; within a shard, packets keep the capture's order. Only the headers the hash needs
+are read (no packet is decoded here: the shard's pipeline does that).
 
 Damage in the source (a truncated last record, a bad block) stops reading as it would stop
 ``export``: the issues are returned in :attr:`SplitResult.issues` so that the caller records
@@ -27,13 +32,11 @@ from __future__ import annotations
 
 import math
 import os
-import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kafkasniff.capture.packet import decode_packet
+from kafkasniff.capture.flows import router
 from kafkasniff.capture.pcapfile import open_capture
-from kafkasniff.capture.types import TcpSegment
 from kafkasniff.capture.writer import PcapNgWriter
 from kafkasniff.model import DecodeIssue
 
@@ -41,7 +44,6 @@ __all__ = [
     "SHARD_TARGET_BYTES",
     "SPLIT_THRESHOLD_BYTES",
     "SplitResult",
-    "flow_key",
     "shard_count",
     "shard_of",
     "split_capture",
@@ -55,20 +57,11 @@ SHARD_TARGET_BYTES = 64 << 20
 MAX_SHARDS = 1024
 
 
-def flow_key(seg: TcpSegment) -> bytes:
-    """The connection's endpoints, sorted: ``min(a, b) + max(a, b)`` where an endpoint is its
-    packed address followed by the 2-byte port (the same key for both directions)."""
-    a = seg.src_ip + seg.src_port.to_bytes(2, "big")
-    b = seg.dst_ip + seg.dst_port.to_bytes(2, "big")
-    return a + b if a <= b else b + a
-
-
-def shard_of(seg: object, n: int) -> int:
-    """Shard (0 .. n-1) of a decoded packet: ``crc32(flow_key) % n`` for a
-    :class:`TcpSegment`, 0 for anything else (a ``Skipped``)."""
-    if type(seg) is not TcpSegment:
-        return 0
-    return zlib.crc32(flow_key(seg)) % n    # type: ignore[arg-type]
+def shard_of(link_type: int, data, n: int, *, by_hosts: bool = False) -> int:
+    """Shard (0 .. n-1) of a frame of pcap ``link_type``: its flow hash modulo ``n``
+    (:func:`kafkasniff.capture.flows.router`; ``by_hosts``: addresses only); 0 for a frame
+    that is not IP."""
+    return router(n, not by_hosts)(link_type, data)
 
 
 def shard_count(size_bytes: int, shards: int | None = None, *,
@@ -113,7 +106,7 @@ class SplitResult:
 
 
 def split_capture(source: str | os.PathLike[str], out_dir: str | os.PathLike[str], n: int,
-                  *, stem: str | None = None) -> SplitResult:
+                  *, stem: str | None = None, by_hosts: bool = False) -> SplitResult:
     """Split ``source`` into at most ``n`` pcapng shards under ``out_dir``, by connection.
 
     Args:
@@ -122,6 +115,8 @@ def split_capture(source: str | os.PathLike[str], out_dir: str | os.PathLike[str
         n: number of shards (>= 1).
         stem: file name prefix (default: the source's file name); shard ``i`` is
             ``<stem>.shard-<i>-of-<n>.pcapng``.
+        by_hosts: every connection between two hosts in one shard (TLS decryption: see
+            above).
 
     Returns:
         A :class:`SplitResult`. Shards that would be empty are not created.
@@ -138,9 +133,7 @@ def split_capture(source: str | os.PathLike[str], out_dir: str | os.PathLike[str
     result = SplitResult(source=os.fspath(source), shards=n)
     writers: dict[int, PcapNgWriter] = {}
     counts = [0] * n
-    decode = decode_packet
-    crc32 = zlib.crc32
-    seg_type = TcpSegment
+    route = router(n, not by_hosts)
 
     secrets: list[tuple[int, bytes]] = []
 
@@ -161,14 +154,7 @@ def split_capture(source: str | os.PathLike[str], out_dir: str | os.PathLike[str
     try:
         with open_capture(source, on_secrets=on_secrets) as packets:
             for pkt in packets:
-                seg = decode(pkt)
-                # shard_of(seg, n) inlined (per packet, with the locals above)
-                if type(seg) is seg_type:
-                    a = seg.src_ip + seg.src_port.to_bytes(2, "big")
-                    b = seg.dst_ip + seg.dst_port.to_bytes(2, "big")
-                    i = crc32(a + b if a <= b else b + a) % n
-                else:
-                    i = 0
+                i = route(pkt.link_type, pkt.data)
                 w = writers.get(i)
                 if w is None:
                     w = writer(i)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import zlib
 from collections import Counter, defaultdict
 from pathlib import Path
 
@@ -10,8 +9,13 @@ import pytest
 
 from kafkasniff.capture import CapturedPacket, TcpSegment, decode_packet, open_capture
 from kafkasniff.capture.writer import PcapNgWriter
-from kafkasniff.spark.split import (MAX_SHARDS, SPLIT_THRESHOLD_BYTES, flow_key, shard_count,
-                                    shard_of, split_capture)
+from kafkasniff.spark.split import (
+    MAX_SHARDS,
+    SPLIT_THRESHOLD_BYTES,
+    shard_count,
+    shard_of,
+    split_capture,
+)
 from tests.capture import builders as b
 
 from .conftest import ALL_CAPTURES
@@ -23,8 +27,12 @@ def packets_of(path) -> list[CapturedPacket]:
 
 
 def flow(pkt: CapturedPacket):
+    """The connection of a TCP packet, the same both ways (its endpoints sorted); None for
+    anything else. Computed from the decoded packet, independently of the split's hash."""
     seg = decode_packet(pkt)
-    return flow_key(seg) if type(seg) is TcpSegment else None
+    if type(seg) is not TcpSegment:
+        return None
+    return tuple(sorted([(seg.src_ip, seg.src_port), (seg.dst_ip, seg.dst_port)]))
 
 
 def pkey(p: CapturedPacket) -> tuple:
@@ -49,12 +57,11 @@ def test_split_keeps_every_connection_whole(tmp_path: Path, capture: Path, n: in
         for p in got:
             f = flow(p)
             per_flow_split[f] += 1
+            assert i == shard_of(p.link_type, p.data, n)
             if f is None:
-                assert i == 0, "non-TCP packets go to shard 0"
                 continue
             # each connection (both directions) lives in exactly one shard
             assert shard_of_flow.setdefault(f, i) == i
-            assert i == zlib.crc32(f) % n
         # within a shard, packets keep the capture's order
         order = {pkey(p): k for k, p in enumerate(orig)}
         idx = [order[pkey(p)] for p in got]
@@ -67,17 +74,28 @@ def test_split_keeps_every_connection_whole(tmp_path: Path, capture: Path, n: in
         assert list(res.paths) == [0]
 
 
-def test_both_directions_same_shard() -> None:
-    a = TcpSegment(0, b"\x0a\x00\x00\x01", 40000, b"\x0a\x00\x00\x02", 9092, 0, 0, 0, b"")
-    r = TcpSegment(0, b"\x0a\x00\x00\x02", 9092, b"\x0a\x00\x00\x01", 40000, 0, 0, 0, b"")
-    assert flow_key(a) == flow_key(r)
-    assert all(shard_of(a, n) == shard_of(r, n) for n in range(1, 50))
-    other = TcpSegment(0, b"\x0a\x00\x00\x01", 40001, b"\x0a\x00\x00\x02", 9092, 0, 0, 0, b"")
-    assert flow_key(other) != flow_key(a)
+def test_both_directions_same_shard_and_by_hosts() -> None:
+    """Both directions of a connection go to one shard, other connections between the same
+    hosts spread out; ``by_hosts`` (TLS decryption) keeps every connection of two hosts
+    together."""
+    h1, h2 = bytes([10, 0, 0, 1]), bytes([10, 0, 0, 2])
+
+    def frame(src, sport, dst, dport) -> bytes:
+        return b.ether(b.ipv4(src, dst, b.tcp_header(sport=sport, dport=dport)))
+
+    a, r = frame(h1, 40000, h2, 9092), frame(h2, 9092, h1, 40000)
+    for n in range(1, 50):
+        assert shard_of(1, a, n) == shard_of(1, r, n)
+        assert shard_of(1, a, n, by_hosts=True) == shard_of(1, r, n, by_hosts=True)
+    others = [frame(h1, 40001 + k, h2, 9092) for k in range(20)]
+    assert len({shard_of(1, f, 7) for f in others}) > 1
+    assert {shard_of(1, f, 7, by_hosts=True) for f in others} == {
+        shard_of(1, a, 7, by_hosts=True)}
+    assert shard_of(1, b.ether(b"\x00" * 28, ethertype=0x0806), 7) == 0     # ARP: not IP
 
 
 def test_several_link_types_and_non_tcp(tmp_path: Path) -> None:
-    """Link types and timestamps survive; ARP/UDP go to shard 0; IPv6 flows are hashed."""
+    """Link types and timestamps survive; ARP goes to shard 0; IPv6 flows are hashed."""
     src4, dst4 = bytes([10, 0, 0, 1]), bytes([10, 0, 0, 2])
     src6, dst6 = bytes(15) + b"\x01", bytes(15) + b"\x02"
     pkts = []
@@ -100,7 +118,7 @@ def test_several_link_types_and_non_tcp(tmp_path: Path) -> None:
     assert Counter(pkey(p) for p in got) == Counter(pkey(p) for p in pkts)
     shard0 = {pkey(p) for p in packets_of(res.paths[0])}
     for p in pkts:
-        if flow(p) is None:
+        if p.data[12:14] == b"\x08\x06":                  # ARP
             assert pkey(p) in shard0
     assert len(res.paths) > 1
 
@@ -132,12 +150,12 @@ def test_rejects_bad_n(tmp_path: Path) -> None:
         split_capture(ALL_CAPTURES[0], tmp_path, 0)
 
 
-def test_flow_key_groups_by_connection_in_real_capture() -> None:
+def test_connections_spread_over_shards_in_real_captures() -> None:
     # the committed captures hold several connections: a split into 7 uses several shards
     groups = defaultdict(set)
     for pcap in ALL_CAPTURES:
         for p in packets_of(pcap):
             f = flow(p)
             if f is not None:
-                groups[pcap.name].add(zlib.crc32(f) % 7)
+                groups[pcap.name].add(shard_of(p.link_type, p.data, 7))
     assert sum(len(v) > 1 for v in groups.values()) >= len(ALL_CAPTURES) // 2
