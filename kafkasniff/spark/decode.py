@@ -29,7 +29,8 @@ Steps (:func:`spark_decode`):
    decoders. An unsplit capture's task writes its group tables itself.
 5. **Verify**: the tables are read back with Spark (explicit schemas) and the rows of this
    run's captures counted; a difference is an error. (While a split beside the driver still
-   runs, the same query on an empty file warms Spark SQL up: :func:`_warm_up`.) The scratch
+   runs, the Python workers are started and the same query runs on an empty file:
+   :func:`_warm_up`.) The scratch
    shards are removed (also on failure).
 
 Tasks receive paths, never file contents: on a cluster, the inputs and the output directory
@@ -322,6 +323,14 @@ def _decode_rows(tasks: list[dict], ids: Iterable[int]) -> Iterator[dict]:
             yield {"task": tid, "tbl": table, "n": n, "error": None}
 
 
+def _load_rows(tasks: list[dict], ids: Iterable[int]) -> Iterator[dict]:
+    """A task that only loads the decoding modules into its Python worker (which Spark keeps
+    for the decode tasks: ``spark.python.worker.reuse``). Yields nothing."""
+    import kafkasniff.export.writer  # noqa: F401
+
+    yield from ()
+
+
 def _group_state_path(task: dict) -> str:
     """Where a shard's decode task saves its consumer-group analysis state (scratch)."""
     return task["path"] + ".groups"
@@ -506,13 +515,19 @@ class _LocalSplit:
         self._conn.close()
 
 
-def _warm_up(spark, scratch: Path, fmt: str) -> None:
-    """Run the verification's query once on an empty ``exchanges`` file in ``scratch``: the
-    first Spark SQL query of a session costs seconds (class loading, code generation) that
-    this moves to a moment where a core is idle (while the split runs)."""
+def _warm_up(spark, scratch: Path, fmt: str, split: _LocalSplit, verify: bool) -> None:
+    """Work moved to while the ``split`` beside the driver runs (a core is idle then): start
+    one Python worker per core with the decoding modules loaded (the decode tasks reuse
+    them), then, when ``verify`` and the split still runs, the verification's query once on
+    an empty ``exchanges`` file in ``scratch`` (a session's first Spark SQL query costs
+    seconds of class loading and code generation)."""
     from kafkasniff.export.paths import EXTENSIONS
     from kafkasniff.export.schema import SCHEMAS
 
+    n = max(1, spark.sparkContext.defaultParallelism)
+    _run(spark, _load_rows, [{} for _ in range(n)], "load the decoders")
+    if not verify or split.done():
+        return
     d = scratch / "_warm_up"
     (d / "exchanges").mkdir(parents=True, exist_ok=True)
     path = d / "exchanges" / f"part-warm-up{EXTENSIONS[fmt]}"
@@ -621,8 +636,9 @@ def spark_decode(inputs: Iterable[str | os.PathLike[str]], out_dir: str | os.Pat
         if split_tasks:
             t1 = time.monotonic()
             if local_split is not None:
-                if verify and not local_split.done():
-                    _warm_up(session, scratch, fmt)     # on the core the split leaves idle
+                if not local_split.done():
+                    # on the core the split leaves idle
+                    _warm_up(session, scratch, fmt, local_split, verify)
                 rows, result.split_seconds = local_split.result()
             else:
                 say(f"splitting {len(split_tasks)} capture(s) by connection")
