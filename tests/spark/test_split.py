@@ -159,3 +159,20 @@ def test_connections_spread_over_shards_in_real_captures() -> None:
             if f is not None:
                 groups[pcap.name].add(shard_of(p.link_type, p.data, 7))
     assert sum(len(v) > 1 for v in groups.values()) >= len(ALL_CAPTURES) // 2
+
+
+def test_spark_split_task_keeps_hosts_together_with_a_key_log(tmp_path: Path) -> None:
+    """With a TLS key log, spark decode's split task routes by hosts (as --jobs does): every
+    connection of the loopback capture lands in one shard; without, they spread."""
+    from kafkasniff.pipeline import PipelineOptions
+    from kafkasniff.spark.decode import _split_rows
+
+    capture = ALL_CAPTURES[0]
+    base = {"path": str(capture), "shards": 5, "stem": "x", "capture": capture.name}
+    shards = {}
+    for name, opts in (("plain", PipelineOptions()),
+                       ("keys", PipelineOptions(tls_keylog_text="# no secrets\n"))):
+        task = dict(base, scratch=str(tmp_path / name), options=opts)
+        shards[name] = [r["shard"] for r in _split_rows([task], [0]) if r["shard"] >= 0]
+    assert len(shards["plain"]) > 1
+    assert len(shards["keys"]) == 1
