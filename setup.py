@@ -23,6 +23,7 @@ from setuptools.command.build_py import build_py
 
 #: modules compiled to extension modules, each with a ``.pxd`` beside its ``.py``
 COMPILED = [
+    "kafkasniff.capture.flows",
     "kafkasniff.capture.packet",
     "kafkasniff.capture.pcapfile",
     "kafkasniff.tcp.reassembly",

@@ -50,5 +50,6 @@ cython = types.SimpleNamespace(
     size_t=int,
     uint=int,
     uchar=int,
+    p_uchar=bytes,
     double=float,
 )

@@ -3,6 +3,9 @@ must agree, or a connection would be split between decoders)."""
 
 from __future__ import annotations
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from kafkasniff.capture.flows import flow_hash, ip_offset, partition, router
 from kafkasniff.capture.pcapfile import open_capture
 from tests.conftest import CAPTURES
@@ -32,3 +35,20 @@ def test_addresses_only_puts_every_connection_of_two_hosts_together():
     by_ports = {router(8)(1, frame(p, 9092)) for p in range(40000, 40064)}
     by_hosts = {router(8, False)(1, frame(p, 9092)) for p in range(40000, 40064)}
     assert len(by_ports) > 1 and len(by_hosts) == 1
+
+
+@settings(max_examples=500, deadline=None)
+@given(a=st.binary(min_size=4, max_size=4), b=st.binary(min_size=4, max_size=4),
+       sport=st.integers(0, 0xFFFF), dport=st.integers(0, 0xFFFF), proto=st.sampled_from([6, 17]),
+       frag=st.integers(0, 0xFFFF), n=st.integers(1, 1 << 40), tail=st.binary(max_size=4))
+def test_compiled_route_equals_the_flow_hash_on_any_ipv4_frame(a, b, sport, dport, proto, frag,
+                                                               n, tail):
+    """The router's Ethernet IPv4 path (compiled: the bytes read and hashed in unsigned 64-bit
+    C arithmetic) agrees with the flow hash in Python integers, for any addresses (high bits
+    set), ports, fragment fields and decoder counts."""
+    ip = bytes([0x45, 0, 0, 40, 0, 0]) + frag.to_bytes(2, "big") + bytes([64, proto, 0, 0]) \
+        + a + b
+    frame = bytes(12) + b"\x08\x00" + ip + sport.to_bytes(2, "big") + dport.to_bytes(2, "big") \
+        + tail
+    assert router(n)(1, frame) == partition(1, frame, n)
+    assert router(n, False)(1, frame) == flow_hash(frame, 14, False) % n

@@ -1,0 +1,6 @@
+# C types of kafkasniff/capture/flows.py when Cython compiles it (docs/compiled.md); the .py
+# file runs unchanged as plain Python.
+
+cdef unsigned long long _GOLDEN, _MIX, _MASK64
+
+cdef long long _route_bytes(bytes d, unsigned long long n) except? -2
