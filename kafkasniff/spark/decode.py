@@ -30,8 +30,7 @@ Steps (:func:`spark_decode`):
 5. **Verify**: the tables are read back with Spark (explicit schemas) and the rows of this
    run's captures counted; a difference is an error. (While a split beside the driver still
    runs, the Python workers are started and the same query runs on an empty file:
-   :func:`_warm_up`.) The scratch
-   shards are removed (also on failure).
+   :func:`_warm_up`.) The scratch shards are removed (also on failure).
 
 Tasks receive paths, never file contents: on a cluster, the inputs and the output directory
 must be on storage every executor and the driver see at the same path (NFS, a mounted
