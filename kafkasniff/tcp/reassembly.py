@@ -241,9 +241,9 @@ class TcpReassembler:
         self._flows: dict[tuple, _Dir] = {}          # 4-tuple (sender first) -> sender's _Dir
         self._lru: OrderedDict[_Conn, None] = OrderedDict()   # least recently active first
         self._mru: _Conn | None = None
-        # tombstones of FIN/RST-closed flows, oldest first: _tomb_key(A -> B) -> close ts (one
-        # compact key per connection, not its two flow tuples: a busy capture keeps up to
-        # max_connections of them, ~650 -> ~200 bytes each)
+        # tombstones of FIN/RST-closed flows, oldest first: _tomb_key(A, B) -> close ts (one
+        # compact key per pair of endpoints, the same both ways, not the two flow tuples: a
+        # busy capture keeps up to max_connections of them, 649 -> 162 bytes each)
         self._closed: OrderedDict[bytes, int] = OrderedDict()
         self._next_id = first_conn_id
 
@@ -398,9 +398,6 @@ class TcpReassembler:
             if closed:     # the tombstone of this flow, whichever endpoint sent the segment
                 tkey = _tomb_key(seg.src_ip, seg.src_port, seg.dst_ip, seg.dst_port)
                 tomb = closed.get(tkey)
-                if tomb is None:
-                    tkey = _tomb_key(seg.dst_ip, seg.dst_port, seg.src_ip, seg.src_port)
-                    tomb = closed.get(tkey)
                 if tomb is not None and ts - tomb > self.closed_linger_ns:
                     del closed[tkey]
                     tomb = None
@@ -769,7 +766,6 @@ class TcpReassembler:
         if reason in ("fin", "rst") and self.closed_linger_ns > 0:
             closed = self._closed
             # one tombstone per pair of endpoints: the latest close, either way round
-            closed.pop(_tomb_key(conn.b_ip, conn.b_port, conn.a_ip, conn.a_port), None)
             tkey = _tomb_key(conn.a_ip, conn.a_port, conn.b_ip, conn.b_port)
             closed.pop(tkey, None)
             closed[tkey] = ts
@@ -777,10 +773,13 @@ class TcpReassembler:
                 closed.popitem(last=False)
 
 
-_PORTS = struct.Struct("!HH")
+_PORT = struct.Struct("!H").pack
 
 
-def _tomb_key(src_ip: bytes, src_port: int, dst_ip: bytes, dst_port: int) -> bytes:
-    """The tombstone key of the flow ``src -> dst``: both packed addresses, then both ports
-    (12 bytes for IPv4, 36 for IPv6)."""
-    return src_ip + dst_ip + _PORTS.pack(src_port, dst_port)
+def _tomb_key(ip1: bytes, port1: int, ip2: bytes, port2: int) -> bytes:
+    """The tombstone key of the connection between two endpoints, the same whichever is
+    given first: each endpoint as its packed address and 2-byte port, in sorted order (12
+    bytes for IPv4, 36 for IPv6)."""
+    a = ip1 + _PORT(port1)
+    b = ip2 + _PORT(port2)
+    return a + b if a <= b else b + a
