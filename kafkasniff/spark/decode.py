@@ -422,16 +422,14 @@ def _run(spark, fn, tasks: list[dict], what: str) -> list[dict]:
 def _executors_here(spark, master: str | None, remote: str | None) -> bool:
     """Whether Spark's executors run on this machine (a ``local`` master): then a split
     runs in a process beside the driver, while Spark starts, instead of in a Spark task."""
+    from kafkasniff.spark.session import default_master, is_connect
+
     if remote:
         return False
     if spark is not None:
-        from kafkasniff.spark.session import is_connect
-
         return not is_connect(spark) and spark.sparkContext.master.startswith("local")
-    if master is None:
-        # get_spark's default is local[*], unless spark-submit started the JVM with its own
-        return "PYSPARK_GATEWAY_PORT" not in os.environ
-    return master.startswith("local")
+    master = default_master(master)
+    return master is not None and master.startswith("local")
 
 
 def _split_child(tasks: list[dict], conn) -> None:

@@ -51,6 +51,7 @@ __all__ = [
     "check_java",
     "check_master",
     "check_pyspark",
+    "default_master",
     "get_spark",
     "spark_session",
 ]
@@ -326,6 +327,15 @@ def _active_session():
     return SparkSession.getActiveSession()
 
 
+def default_master(master: str | None, cores: int | None = None) -> str | None:
+    """The master :func:`get_spark` starts a session on: ``master`` when given, else
+    ``local[cores]`` (``local[*]`` without ``cores``); ``None`` under ``spark-submit``, whose
+    JVM already runs with the submit's ``--master`` (kept unless one is given here)."""
+    if master is None and "PYSPARK_GATEWAY_PORT" not in os.environ:
+        return f"local[{cores}]" if cores else "local[*]"
+    return master
+
+
 def get_spark(master: str | None = None, remote: str | None = None,
               app_name: str = DEFAULT_APP_NAME, cores: int | None = None,
               conf: dict[str, str] | None = None):
@@ -389,11 +399,8 @@ def get_spark(master: str | None = None, remote: str | None = None,
     java = check_java()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    # under spark-submit the JVM is already running with the submit's --master and --conf:
-    # keep its master unless one is given here
     submitted = "PYSPARK_GATEWAY_PORT" in os.environ
-    if master is None and not submitted:
-        master = f"local[{cores}]" if cores else "local[*]"
+    master = default_master(master, cores)
     if master is not None and master.startswith("local"):
         # one machine: a few shuffle partitions per core, not Spark's cluster default of 200
         m = re.match(r"local\[(\d+)", master)

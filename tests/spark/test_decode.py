@@ -250,6 +250,7 @@ def test_split_beside_the_driver_equals_the_split_in_spark_tasks(spark, tmp_path
     here = spark_decode(caps, tmp_path / "here", spark=spark, shards=3,
                         options=pipeline_options())
     assert here.split_here and here.split_seconds > 0
+    assert here.start_seconds == 0                      # a session given: none started
     monkeypatch.setattr(decode, "_executors_here", lambda *a: False)
     tasks = spark_decode(caps, tmp_path / "tasks", spark=spark, shards=3,
                          options=pipeline_options())
@@ -291,6 +292,10 @@ def test_where_the_split_runs_and_the_driver_options(spark, tmp_path: Path,
 
     assert decode._executors_here(None, "local[2]", None)
     assert decode._executors_here(None, None, None)             # get_spark's local[*]
+    monkeypatch.setenv("PYSPARK_GATEWAY_PORT", "1")            # spark-submit's own master
+    assert not decode._executors_here(None, None, None)
+    assert decode._executors_here(None, "local[2]", None)
+    monkeypatch.delenv("PYSPARK_GATEWAY_PORT")
     assert decode._executors_here(spark, None, None)            # the fixture's local[2]
     assert not decode._executors_here(None, "spark://h:7077", None)
     assert not decode._executors_here(None, "yarn", None)
