@@ -48,9 +48,10 @@ def cache_dir() -> Path:
 def _archive_name(java: str) -> str:
     import pyspark
 
-    jars = Path(pyspark.__file__).parent / "jars"
-    key = [os.path.realpath(java), pyspark.__version__, str(jars)]
-    for p in (os.path.realpath(java), str(jars)):
+    java = os.path.realpath(java)
+    jars = str(Path(pyspark.__file__).parent / "jars")
+    key = [java, pyspark.__version__, jars]
+    for p in (java, jars):
         try:
             key.append(str(os.stat(p).st_mtime_ns))
         except OSError:
@@ -60,12 +61,13 @@ def _archive_name(java: str) -> str:
 
 
 def _alive(pid: int) -> bool:
+    """Whether process ``pid`` exists (one of another user counts)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
-        return True
+        pass
     return True
 
 
