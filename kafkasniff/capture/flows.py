@@ -77,13 +77,13 @@ def ip_offset(link_type: int, d) -> int:
     return -1
 
 
-def partition(link_type: int, d, n: int) -> int:
-    """The decoder (0..n-1) of frame ``d`` among ``n``: by flow, both directions together;
-    0 for frames that are not IP."""
+def partition(link_type: int, d, n: int, ports: bool = True) -> int:
+    """The decoder (0..n-1) of frame ``d`` among ``n``: by flow, both directions together
+    (``ports`` false: by the two addresses only); 0 for frames that are not IP."""
     off = ip_offset(link_type, d)
     if off < 0:
         return 0
-    return flow_hash(d, off) % n
+    return flow_hash(d, off, ports) % n
 
 
 #: from byte 12 of an Ethernet frame: EtherType, IPv4 version/IHL, flags/fragment offset,
@@ -131,8 +131,7 @@ def router(n: int, ports: bool = True):
                 w = _route_bytes(d, n)
                 if w >= 0:
                     return w
-            off = ip_offset(link_type, d)
-            return 0 if off < 0 else flow_hash(d, off, ports) % n
+            return partition(link_type, d, n, ports)
         return croute
 
     def route(link_type: int, d) -> int:
@@ -144,6 +143,5 @@ def router(n: int, ports: bool = True):
                 h ^= h >> 29
                 h = (h * 0xBF58476D1CE4E5B9) & 0xFFFFFFFFFFFFFFFF
                 return (h ^ (h >> 32)) % n
-        off = ip_offset(link_type, d)
-        return 0 if off < 0 else flow_hash(d, off, ports) % n
+        return partition(link_type, d, n, ports)
     return route

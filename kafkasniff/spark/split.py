@@ -35,7 +35,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kafkasniff.capture.flows import router
+from kafkasniff.capture.flows import partition, router
 from kafkasniff.capture.pcapfile import open_capture
 from kafkasniff.capture.writer import PcapNgWriter
 from kafkasniff.model import DecodeIssue
@@ -59,9 +59,9 @@ MAX_SHARDS = 1024
 
 def shard_of(link_type: int, data, n: int, *, by_hosts: bool = False) -> int:
     """Shard (0 .. n-1) of a frame of pcap ``link_type``: its flow hash modulo ``n``
-    (:func:`kafkasniff.capture.flows.router`; ``by_hosts``: addresses only); 0 for a frame
-    that is not IP."""
-    return router(n, not by_hosts)(link_type, data)
+    (:func:`kafkasniff.capture.flows.partition`, what the split's router computes;
+    ``by_hosts``: addresses only); 0 for a frame that is not IP."""
+    return partition(link_type, data, n, not by_hosts)
 
 
 def shard_count(size_bytes: int, shards: int | None = None, *,
