@@ -244,6 +244,7 @@ class PacketSource:
             for gzip), or ``None`` when unknown (pipes, sockets).
         link_types: global interface id -> LINKTYPE_* value, filled as interfaces are declared
             (pcap: ``{0: link_type}`` from the file header).
+        pcap_header: a pcap file's 24-byte file header as read (``b""`` for pcapng).
         blocks_skipped: pcapng blocks of types not read (NRB, ISB, DSB, custom, ...).
         issues: :class:`DecodeIssue` records: the damage that stopped reading (at most one),
             and one issue for the packet blocks skipped as damaged (timestamps out of range).
@@ -281,6 +282,7 @@ class PacketSource:
         self.packets_read = 0
         self.total_bytes = total_bytes
         self.link_types: dict[int, int] = {}
+        self.pcap_header = b""
         self.blocks_skipped = 0
         self.issues: list[DecodeIssue] = []
         self.packet_bytes = 0
@@ -474,6 +476,7 @@ class PacketSource:
             self._truncated(0, len(head), _PCAP_HEADER_BYTES, "the pcap file header")
             return
         e, self._pcap_frac_ns = _PCAP_MAGICS[head[:4]]
+        self.pcap_header = bytes(head[:_PCAP_HEADER_BYTES])
         self._s = _LE if e == "<" else _BE
         _vmaj, _vmin, _zone, _sigfigs, _snaplen, network = self._s.pcap_hdr.unpack_from(head, 4)
         self._link_type = network & 0xFFFF
@@ -517,27 +520,160 @@ class PacketSource:
                 _p_iface(pkt, 0)
                 yield pkt
                 pos = nxt
-            # slow path: need more data (or garbage)
             self._last_ts_ns = ts
-            if pos + 16 <= end:
-                sec, frac, caplen, origlen = rec(buf, pos)
-                if caplen > max_rec:
-                    self._invalid(buf, pos, f"packet record with captured length {caplen} "
-                                       f"(over the {max_rec}-byte sanity bound)")
-                    return
-                need = 16 + caplen
-                what = "a packet record"
-            else:
-                need = 16
-                what = "a packet record header"
-            buf = self._refill(buf, pos, need)
+            buf = self._pcap_more(buf, pos, end)
+            if buf is None:
+                return
             pos = 0
             end = len(buf)
-            if end < need:
-                if end == 0:
-                    return  # clean end of file (or a read error, already an issue)
-                self._truncated(0, end, need, what)
-                return
+
+    def _pcap_more(self, buf: bytes, pos: int, end: int) -> bytes | None:
+        """The pcap record loops' slow path, at ``buf[pos]`` where no whole record is left
+        before ``end``: the rest of the buffer extended to hold the next record, or ``None``
+        where reading ends (the end of the stream, or damage: then an issue)."""
+        if pos + 16 <= end:
+            caplen = self._s.pcap_rec.unpack_from(buf, pos)[2]
+            if caplen > MAX_RECORD_BYTES:
+                self._invalid(buf, pos, f"packet record with captured length {caplen} "
+                                   f"(over the {MAX_RECORD_BYTES}-byte sanity bound)")
+                return None
+            need = 16 + caplen
+            what = "a packet record"
+        else:
+            need = 16
+            what = "a packet record header"
+        buf = self._refill(buf, pos, need)
+        have = len(buf)
+        if have < need:
+            if have:
+                self._truncated(0, have, need, what)
+            return None     # else a clean end of file (or a read error, already an issue)
+        return buf
+
+    @cython.locals(p=cython.p_uchar, pos=cython.Py_ssize_t, end=cython.Py_ssize_t,
+                   nxt=cython.Py_ssize_t, caplen=cython.Py_ssize_t, last=cython.Py_ssize_t,
+                   i=cython.Py_ssize_t, size=cython.Py_ssize_t, limit=cython.Py_ssize_t,
+                   packets=cython.longlong, nbytes=cython.longlong, big=cython.bint,
+                   max_rec=cython.Py_ssize_t)
+    def split_records(self, route: Callable[[int, bytes], int], n: int,
+                      write: Callable[[int, list[bytes]], None],
+                      flush_bytes: int = READ_CHUNK_BYTES) -> list[int]:
+        """Hand every packet record of a pcap source, unchanged, to one of ``n`` outputs.
+
+        ``route(link_type, frame) -> 0 .. n-1`` picks the output of each packet (``frame``:
+        its captured bytes, as :class:`CapturedPacket` ``data``). ``write(i, records)``
+        receives the records of output ``i`` in capture order, each its 16-byte record
+        header and captured bytes as in the source, in lists of about ``flush_bytes``; the
+        file header of an output with the same records is :attr:`pcap_header`. Reading,
+        damage (issues), the counters and :meth:`accounting` are those of iterating the
+        packets. Use instead of iterating, once.
+
+        Returns:
+            Packets routed to each output (a list of ``n`` counts).
+
+        Raises:
+            ValueError: the source is not pcap (pcapng blocks are not records to copy), or
+                was opened at a checkpoint.
+        """
+        if self.format != "pcap" or self._start is not None:
+            raise ValueError(f"{self.name}: split_records needs a pcap file read from its "
+                             f"start (this is {self.format})")
+        self._iter.close()  # type: ignore[attr-defined]
+        counts = [0] * n
+        parts: list[list[bytes]] = [[] for _ in range(n)]
+        sizes = [0] * n
+        if not self._pcap_header_ok:
+            return counts
+        buf = self._head
+        self._head = b""
+        pos = _PCAP_HEADER_BYTES
+        end = len(buf)
+        link = self._link_type
+        big = self._s is _BE
+        max_rec = MAX_RECORD_BYTES
+        limit = flush_bytes
+        while True:
+            # the record loop reads the captured length in place (no tuple, no packet)
+            p = buf
+            packets = nbytes = 0
+            last = -1
+            while pos + 16 <= end:
+                if big:
+                    caplen = (cython.cast(cython.Py_ssize_t, p[pos + 8]) << 24
+                              | p[pos + 9] << 16 | p[pos + 10] << 8 | p[pos + 11])
+                else:
+                    caplen = (cython.cast(cython.Py_ssize_t, p[pos + 11]) << 24
+                              | p[pos + 10] << 16 | p[pos + 9] << 8 | p[pos + 8])
+                nxt = pos + 16 + caplen
+                if nxt > end or caplen > max_rec:
+                    break
+                i = route(link, buf[pos + 16:nxt])
+                parts[i].append(buf[pos:nxt])
+                counts[i] += 1
+                packets += 1
+                nbytes += caplen
+                size = sizes[i] + 16 + caplen
+                if size >= limit:
+                    write(i, parts[i])
+                    parts[i] = []
+                    size = 0
+                sizes[i] = size
+                last = pos
+                pos = nxt
+            self.packets_read += packets
+            self.packet_bytes += nbytes
+            if last >= 0:       # the time of the issues: the last record read
+                sec, frac = self._s.pcap_rec.unpack_from(buf, last)[:2]
+                self._last_ts_ns = sec * 1_000_000_000 + frac * self._pcap_frac_ns
+            buf = self._pcap_more(buf, pos, end)
+            if buf is None:
+                break
+            pos = 0
+            end = len(buf)
+        for i in range(n):
+            if parts[i]:
+                write(i, parts[i])
+        return counts
+        buf = self._head
+        self._head = b""
+        pos = _PCAP_HEADER_BYTES
+        end = len(buf)
+        rec = self._s.pcap_rec.unpack_from
+        link = self._link_type
+        frac_ns = self._pcap_frac_ns
+        max_rec = MAX_RECORD_BYTES
+        limit = flush_bytes
+        last_sec = last_frac = 0    # of the last record read: the time of issues
+        while True:
+            while pos + 16 <= end:
+                sec, frac, caplen, _origlen = rec(buf, pos)
+                nxt = pos + 16 + caplen
+                if nxt > end or caplen > max_rec:
+                    break
+                last_sec = sec
+                last_frac = frac
+                i = route(link, buf[pos + 16:nxt])
+                parts[i].append(buf[pos:nxt])
+                counts[i] += 1
+                self.packets_read += 1
+                self.packet_bytes += caplen
+                size = sizes[i] + 16 + caplen
+                if size >= limit:
+                    write(i, parts[i])
+                    parts[i] = []
+                    size = 0
+                sizes[i] = size
+                pos = nxt
+            self._last_ts_ns = last_sec * 1_000_000_000 + last_frac * frac_ns
+            buf = self._pcap_more(buf, pos, end)
+            if buf is None:
+                break
+            pos = 0
+            end = len(buf)
+        for i in range(n):
+            if parts[i]:
+                write(i, parts[i])
+        return counts
 
     # ------------------------------------------------------------------ pcapng
 

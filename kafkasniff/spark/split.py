@@ -12,12 +12,19 @@ exactly one shard's pipeline, which counts it as the pipeline of the whole file 
 between two hosts goes to one shard, since a TLS 1.2 session resumed on a new connection is
 decrypted with the secrets of the connection that made it (as ``--jobs`` does).
 
-The capture is read once, packet by packet (:func:`kafkasniff.capture.open_capture`), and
-each shard is written as it goes with :class:`kafkasniff.capture.writer.PcapNgWriter`, so
-memory is a read buffer plus one write buffer per shard whatever the file size. Shards keep
-the packets' original link types (one pcapng interface each), timestamps (ns) and original
-lengths; within a shard, packets keep the capture's order. Only the headers the hash needs
-are read (no packet is decoded here: the shard's pipeline does that).
+The capture is read once (:func:`kafkasniff.capture.open_capture`) and each shard is written
+as it goes, so memory is a read buffer plus one write buffer per shard whatever the file
+size. Only the headers the hash needs are read (no packet is decoded here: the shard's
+pipeline does that); within a shard, packets keep the capture's order.
+
+- A pcap capture (gzip allowed) is cut into pcap shards: every shard starts with the
+  capture's own file header and holds its packet records byte for byte
+  (:meth:`PacketSource.split_records <kafkasniff.capture.pcapfile.PacketSource.split_records>`,
+  compiled: no packet object is made, and the shards are read back by the compiled pcap
+  loop).
+- A pcapng capture is cut into pcapng shards written with
+  :class:`kafkasniff.capture.writer.PcapNgWriter`: they keep the packets' link types (one
+  interface each), timestamps (ns) and original lengths, and the Decryption Secrets Blocks.
 
 Damage in the source (a truncated last record, a bad block) stops reading as it would stop
 ``export``: the issues are returned in :attr:`SplitResult.issues` so that the caller records
@@ -34,6 +41,7 @@ import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
 from kafkasniff.capture.flows import partition, router
 from kafkasniff.capture.pcapfile import open_capture
@@ -107,14 +115,15 @@ class SplitResult:
 
 def split_capture(source: str | os.PathLike[str], out_dir: str | os.PathLike[str], n: int,
                   *, stem: str | None = None, by_hosts: bool = False) -> SplitResult:
-    """Split ``source`` into at most ``n`` pcapng shards under ``out_dir``, by connection.
+    """Split ``source`` into at most ``n`` shards under ``out_dir``, by connection: pcap
+    shards of a pcap capture, pcapng shards of a pcapng capture (see the module docstring).
 
     Args:
         source: a pcap / pcapng capture path (gzip allowed).
         out_dir: directory for the shards (created).
         n: number of shards (>= 1).
         stem: file name prefix (default: the source's file name); shard ``i`` is
-            ``<stem>.shard-<i>-of-<n>.pcapng``.
+            ``<stem>.shard-<i>-of-<n>.pcap`` (``.pcapng``).
         by_hosts: every connection between two hosts in one shard (TLS decryption: see
             above).
 
@@ -153,6 +162,9 @@ def split_capture(source: str | os.PathLike[str], out_dir: str | os.PathLike[str
 
     try:
         with open_capture(source, on_secrets=on_secrets) as packets:
+            if packets.format == "pcap":
+                _split_pcap(packets, out, stem, n, route, result)
+                return result
             for pkt in packets:
                 i = route(pkt.link_type, pkt.data)
                 w = writers.get(i)
@@ -168,3 +180,28 @@ def split_capture(source: str | os.PathLike[str], out_dir: str | os.PathLike[str
             w.close()
     result.packets = {i: counts[i] for i in sorted(result.paths)}
     return result
+
+
+def _split_pcap(packets, out: Path, stem: str, n: int, route, result: SplitResult) -> None:
+    """The records of a pcap capture, byte for byte, into pcap shards that start with its
+    file header (fills ``result``; a shard that would be empty is not created)."""
+    files: dict[int, BinaryIO] = {}
+
+    def write(i: int, records: list[bytes]) -> None:
+        f = files.get(i)
+        if f is None:
+            path = out / f"{stem}.shard-{i}-of-{n}.pcap"
+            f = files[i] = open(path, "wb")  # noqa: SIM115 - closed below
+            f.write(packets.pcap_header)
+            result.paths[i] = str(path)
+        f.write(b"".join(records))
+
+    try:
+        counts = packets.split_records(route, n, write)
+    finally:
+        for f in files.values():
+            f.close()
+    result.issues = list(packets.issues)
+    result.bytes_read = packets.bytes_read
+    result.packets_read = packets.packets_read
+    result.packets = {i: counts[i] for i in sorted(result.paths)}

@@ -637,3 +637,98 @@ def test_damage_and_truncation_are_accounted_for(cut, tmp_path):
         acc = src.accounting()
         n = len(gzip.decompress(blob)) if blob[:2] == b"\x1f\x8b" else len(blob)
         assert sum(acc.values()) == n and acc["packets"] == sum(len(p.data) for p in pkts)
+
+
+# ------------------------------------------------------------- records copied unchanged (split)
+
+def split_all(data: bytes, n: int = 3, flush_bytes: int = 1 << 20, wrap=io.BytesIO):
+    """``PacketSource.split_records`` over ``data`` routed by the first payload byte after the
+    Ethernet/IP/TCP headers modulo ``n``: ``(per-output bytes, counts, writes, source)``."""
+    outs: dict[int, list[bytes]] = {}
+    writes = []
+
+    def write(i: int, records: list[bytes]) -> None:
+        assert records
+        writes.append((i, sum(map(len, records))))
+        outs.setdefault(i, []).extend(records)
+
+    with open_capture(wrap(data)) as src:
+        counts = src.split_records(lambda lt, d: len(d) % n, n, write, flush_bytes)
+    return {i: b"".join(r) for i, r in outs.items()}, counts, writes, src
+
+
+def issue_tuples(src):
+    return [(i.kind, i.severity, i.message, i.ts_ns, i.length_bytes) for i in src.issues]
+
+
+def assert_split_as_read(data: bytes, n: int = 3, wrap=io.BytesIO) -> list:
+    """Every output, read back with the source's file header, holds the packets iteration
+    routes there, in order; issues, counters and the byte accounting are iteration's."""
+    full, it = read_all(wrap(data))
+    outs, counts, _, src = split_all(data, n, wrap=wrap)
+    for i in range(n):
+        want = [p for p in full if len(p.data) % n == i]
+        assert counts[i] == len(want)
+        got = read_all(io.BytesIO(src.pcap_header + outs[i]))[0] if i in outs else []
+        assert as_tuples(got) == as_tuples(want)
+    assert issue_tuples(src) == issue_tuples(it)
+    assert (src.packets_read, src.packet_bytes, src.accounting(), src.bytes_read) == \
+        (it.packets_read, it.packet_bytes, it.accounting(), it.bytes_read)
+    return full
+
+
+@pytest.mark.parametrize("endian", ["<", ">"])
+@pytest.mark.parametrize("nano", [False, True])
+def test_split_records_copies_every_magic_unchanged(endian, nano):
+    records = [(1_700_000_000 + k, 999_999 - k, frame(k, k * 7 % 50), 1514) for k in range(30)]
+    blob = b.pcap(records, endian=endian, nano=nano, linktype=113)
+    assert len(assert_split_as_read(blob)) == 30
+    outs, _, _, src = split_all(blob)
+    assert src.pcap_header == blob[:24]
+    # the records are the source's bytes: together they are the file without its header
+    offsets = b.pcap_record_offsets(blob, endian)
+    recs = [blob[a:z] for a, z in zip(offsets, offsets[1:])]
+    assert sorted(r for o in outs.values() for r in _records(o, endian)) == sorted(recs)
+
+
+def _records(blob: bytes, endian: str) -> list[bytes]:
+    offsets = b.pcap_record_offsets(b"\0" * 24 + blob, endian)
+    return [blob[a - 24:z - 24] for a, z in zip(offsets, offsets[1:])]
+
+
+def test_split_records_truncated_at_every_byte():
+    for cut in range(24, len(PCAP_BLOB)):
+        assert_split_as_read(PCAP_BLOB[:cut], 2)
+
+
+def test_split_records_over_sanity_bound_and_gzip():
+    assert len(assert_split_as_read(PCAP_BLOB + struct.pack("<IIII", 1, 0, MAX_RECORD_BYTES + 1,
+                                                            60) + frame(9))) == 3
+    assert_split_as_read(gzip.compress(PCAP_BLOB * 2)[:-9], 2)     # a cut gzip stream
+    assert_split_as_read(PCAP_BLOB, 1, wrap=lambda d: io.BytesIO(gzip.compress(d)))
+
+
+def test_split_records_dribbling_stream_and_flush_size():
+    """Records that straddle reads, and outputs handed over in lists of about
+    ``flush_bytes``."""
+    records = [(1_700_000_000, k, frame(k, 200 + k)) for k in range(400)]
+    blob = b.pcap(records)
+
+    class Dribble(io.BytesIO):
+        def read(self, n=-1):
+            return super().read(min(n, 777) if n > 0 else 777)
+
+    assert_split_as_read(blob, 4, wrap=Dribble)
+    _, counts, writes, _ = split_all(blob, 4, flush_bytes=5000)
+    assert sum(counts) == 400
+    assert all(size >= 5000 for _, size in writes[:-4])     # the last list of each is shorter
+    assert len(writes) > 30          # about 160 KB in lists of 5 000 bytes
+
+
+def test_split_records_needs_a_pcap_from_its_start():
+    with open_capture(io.BytesIO(PCAPNG_BLOB)) as src:
+        with pytest.raises(ValueError, match="pcap"):
+            src.split_records(lambda lt, d: 0, 1, lambda i, r: None)
+    outs, counts, _, src = split_all(PCAP_BLOB[:20])      # no whole file header
+    assert outs == {} and counts == [0, 0, 0]
+    assert [i.kind for i in src.issues] == [IssueKind.CAPTURE_TRUNCATED]
