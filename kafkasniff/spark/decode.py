@@ -28,9 +28,10 @@ Steps (:func:`spark_decode`):
    and replays them as one (:mod:`kafkasniff.groups`), as ``export --jobs`` does with its
    decoders. An unsplit capture's task writes its group tables itself.
 5. **Verify**: the tables are read back with Spark (explicit schemas) and the rows of this
-   run's captures counted; a difference is an error. (While a split beside the driver still
-   runs, the Python workers are started and the same query runs on an empty file:
-   :func:`_warm_up`.) The scratch shards are removed (also on failure).
+   run's captures counted, a few tables at once; a difference is an error. (A thread runs
+   the same query on an empty file while the captures decode, :func:`_warm_verification`;
+   while a split beside the driver still runs, the Python workers are started,
+   :func:`_preload_workers`.) The scratch shards are removed (also on failure).
 
 Tasks receive paths, never file contents: on a cluster, the inputs and the output directory
 must be on storage every executor and the driver see at the same path (NFS, a mounted
@@ -512,29 +513,42 @@ class _LocalSplit:
         self._conn.close()
 
 
-def _warm_up(spark, scratch: Path, fmt: str, split: _LocalSplit, verify: bool) -> None:
-    """Work moved to while the ``split`` beside the driver runs (a core is idle then): start
-    one Python worker per core with the decoding modules loaded (the decode tasks reuse
-    them), then, when ``verify`` and the split still runs, the verification's query once on
-    an empty ``exchanges`` file in ``scratch`` (a session's first Spark SQL query costs
-    seconds of class loading and code generation)."""
+def _preload_workers(spark) -> None:
+    """Start one Python worker per core with the decoding modules loaded (the decode tasks
+    reuse them): work for the core a split beside the driver leaves idle."""
+    n = max(1, spark.sparkContext.defaultParallelism)
+    _run(spark, _load_rows, [{} for _ in range(n)], "load the decoders")
+
+
+def _warm_verification(spark, scratch: Path, fmt: str):
+    """Start a thread that runs the verification's query once on an empty ``exchanges``
+    file in ``scratch``, beside the decoding: a session's first Spark SQL queries cost the
+    driver JVM seconds of class loading and code generation, which the verification at the
+    end would otherwise wait for (docs/benchmarks.md). Returns the thread (join it before
+    the verification). Its errors are ignored: the verification reports its own."""
+    import threading
+
     from kafkasniff.export.paths import EXTENSIONS
     from kafkasniff.export.schema import SCHEMAS
 
-    n = max(1, spark.sparkContext.defaultParallelism)
-    _run(spark, _load_rows, [{} for _ in range(n)], "load the decoders")
-    if not verify or split.done():
-        return
-    d = scratch / "_warm_up"
-    (d / "exchanges").mkdir(parents=True, exist_ok=True)
-    path = d / "exchanges" / f"part-warm-up{EXTENSIONS[fmt]}"
-    if fmt == "parquet":
-        import pyarrow.parquet as pq
+    def run() -> None:
+        try:
+            d = scratch / "_warm_up"
+            (d / "exchanges").mkdir(parents=True, exist_ok=True)
+            path = d / "exchanges" / f"part-warm-up{EXTENSIONS[fmt]}"
+            if fmt == "parquet":
+                import pyarrow.parquet as pq
 
-        pq.write_table(SCHEMAS["exchanges"].empty_table(), path)
-    else:
-        path.touch()
-    verify_counts(spark, d, ["warm-up"], ["exchanges"], fmt)
+                pq.write_table(SCHEMAS["exchanges"].empty_table(), path)
+            else:
+                path.touch()
+            verify_counts(spark, d, ["warm-up"], ["exchanges"], fmt)
+        except Exception:  # noqa: BLE001, S110 - only a warm-up: the verification reports
+            pass
+
+    thread = threading.Thread(target=run, name="kafkasniff-warm-up", daemon=True)
+    thread.start()
+    return thread
 
 
 # ---------------------------------------------------------------------------- the run
@@ -617,7 +631,7 @@ def spark_decode(inputs: Iterable[str | os.PathLike[str]], out_dir: str | os.Pat
         say(f"splitting {len(split_tasks)} capture(s) by connection (while Spark starts)")
         local_split = _LocalSplit(split_tasks)
         result.split_here = True
-    ctx = None
+    ctx = warm = None
     try:
         if spark is None:
             t1 = time.monotonic()
@@ -628,14 +642,15 @@ def spark_decode(inputs: Iterable[str | os.PathLike[str]], out_dir: str | os.Pat
             result.start_seconds = time.monotonic() - t1
         else:
             session = spark
+        if verify:
+            warm = _warm_verification(session, scratch, fmt)
         # -- split the large captures (one task each, or the process started above)
         decode_tasks: list[dict] = []
         if split_tasks:
             t1 = time.monotonic()
             if local_split is not None:
                 if not local_split.done():
-                    # on the core the split leaves idle
-                    _warm_up(session, scratch, fmt, local_split, verify)
+                    _preload_workers(session)
                 rows, result.split_seconds = local_split.result()
             else:
                 say(f"splitting {len(split_tasks)} capture(s) by connection")
@@ -687,6 +702,7 @@ def spark_decode(inputs: Iterable[str | os.PathLike[str]], out_dir: str | os.Pat
 
         # -- read back
         if verify:
+            warm.join()
             t3 = time.monotonic()
             result.verified = verify_counts(session, out, list(names), list(result.rows), fmt)
             result.verify_seconds = time.monotonic() - t3
@@ -700,6 +716,8 @@ def spark_decode(inputs: Iterable[str | os.PathLike[str]], out_dir: str | os.Pat
     finally:
         if local_split is not None:
             local_split.cancel()        # an error before its result was taken
+        if warm is not None:
+            warm.join()                 # before the scratch and the session go
         if not keep_scratch:
             shutil.rmtree(scratch, ignore_errors=True)
             try:
@@ -770,19 +788,27 @@ def _read_jsonl(path: Path) -> list[dict]:
         return [json.loads(line) for line in f if line.strip()]
 
 
+#: Spark jobs the verification runs at once (one count per table)
+VERIFY_THREADS = 4
+
+
 def verify_counts(spark, out: Path, captures: list[str], tables: list[str],
                   fmt: str = "parquet") -> dict[str, int]:
     """Rows of ``captures`` in each of ``tables`` under ``out``, read with Spark and the
-    tables' explicit schemas."""
+    tables' explicit schemas: one count job per table, :data:`VERIFY_THREADS` submitted at
+    once (the driver's planning of one overlaps the tasks of another)."""
+    from concurrent.futures import ThreadPoolExecutor
+
     from pyspark.sql import functions as F
 
     from kafkasniff.spark.report import read_table
 
-    counts = {}
-    for table in tables:
+    def count(table: str) -> int:
         df = read_table(spark, out, table, fmt=fmt)
-        if df is None:
-            counts[table] = 0
-            continue
-        counts[table] = df.where(F.col("capture").isin(captures)).count()
-    return counts
+        return 0 if df is None else df.where(F.col("capture").isin(captures)).count()
+
+    if len(tables) < 2:
+        return {table: count(table) for table in tables}
+    with ThreadPoolExecutor(min(VERIFY_THREADS, len(tables)),
+                            thread_name_prefix="kafkasniff-verify") as pool:
+        return dict(zip(tables, pool.map(count, tables)))

@@ -6,6 +6,7 @@ import functools
 import json
 import os
 import shutil
+import threading
 from collections import Counter
 from pathlib import Path
 
@@ -318,3 +319,31 @@ def test_where_the_split_runs_and_the_driver_options(spark, tmp_path: Path,
     assert res.rows["exchanges"] > 0 and res.start_seconds > 0
     assert asked == [{"master": "local[2]", "remote": None, "cores": 2,
                       "conf": {"x": "y", key: decode.DRIVER_JAVA_OPTIONS}}]
+
+
+def test_warm_up_failure_is_not_the_runs(spark, tmp_path: Path, monkeypatch) -> None:
+    """The thread that warms the verification's query up beside the decoding runs it on an
+    empty file in the scratch directory; if it fails, the run does not: the verification
+    itself counts every table, and the scratch directory goes."""
+    import kafkasniff.spark.decode as decode
+
+    calls = []
+    real = decode.verify_counts
+
+    def verify_counts(spark, out, captures, tables, fmt="parquet"):
+        calls.append((Path(out).name, captures))
+        if captures == ["warm-up"]:
+            assert Path(out).parent.parent.name == SCRATCH_DIR
+            raise RuntimeError("warm-up broke")
+        return real(spark, out, captures, tables, fmt)
+
+    monkeypatch.setattr(decode, "verify_counts", verify_counts)
+    unhandled = []
+    monkeypatch.setattr(threading, "excepthook", unhandled.append)
+    cap = CAPTURES / "kafka_python.pcap"
+    res = spark_decode([cap], tmp_path / "out", spark=spark, shards=2,
+                       options=pipeline_options())
+    assert sorted(calls) == [("_warm_up", ["warm-up"]), ("out", [cap.name])]
+    assert res.verified == res.rows and len(res.rows) > 3
+    assert not (tmp_path / "out" / SCRATCH_DIR).exists()
+    assert unhandled == []          # the thread ended quietly: no traceback on stderr
