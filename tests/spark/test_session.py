@@ -287,3 +287,27 @@ def test_jvm_stderr_relay_keeps_real_messages(capfd) -> None:
     err = capfd.readouterr().err
     assert err == ("26/11/27 11:30:33 ERROR SparkContext: real trouble\n"
                    "\tat org.apache.spark.X(X.scala:1)\nno newline at the end")
+
+
+STOP_SCRIPT = """
+import threading
+from kafkasniff.spark.session import spark_session
+with spark_session(master="local[1]") as s:
+    assert s.sparkContext.parallelize(range(4), 2).map(lambda x: x + 1).sum() == 10
+    server = s.sparkContext._accumulatorServer
+for t in threading.enumerate():
+    if t.name == "kafkasniff-accumulator-shutdown":
+        t.join()
+print("shut down", server.server_shutdown)
+"""
+
+
+def test_stopping_leaves_the_accumulator_server_to_a_thread(tmp_path) -> None:
+    """A session made here stops without waiting for PySpark's accumulator server (its
+    handler looks for a shutdown once a second); the server is shut down all the same, and
+    the JVM's update connection ending under it prints nothing."""
+    res = subprocess.run([sys.executable, "-c", STOP_SCRIPT], cwd=tmp_path, text=True,
+                         capture_output=True, timeout=300)
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert res.stdout.strip() == "shut down True"
+    assert "Traceback" not in res.stderr and "EOFError" not in res.stderr, res.stderr[-3000:]
