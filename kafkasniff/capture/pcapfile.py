@@ -634,46 +634,6 @@ class PacketSource:
             if parts[i]:
                 write(i, parts[i])
         return counts
-        buf = self._head
-        self._head = b""
-        pos = _PCAP_HEADER_BYTES
-        end = len(buf)
-        rec = self._s.pcap_rec.unpack_from
-        link = self._link_type
-        frac_ns = self._pcap_frac_ns
-        max_rec = MAX_RECORD_BYTES
-        limit = flush_bytes
-        last_sec = last_frac = 0    # of the last record read: the time of issues
-        while True:
-            while pos + 16 <= end:
-                sec, frac, caplen, _origlen = rec(buf, pos)
-                nxt = pos + 16 + caplen
-                if nxt > end or caplen > max_rec:
-                    break
-                last_sec = sec
-                last_frac = frac
-                i = route(link, buf[pos + 16:nxt])
-                parts[i].append(buf[pos:nxt])
-                counts[i] += 1
-                self.packets_read += 1
-                self.packet_bytes += caplen
-                size = sizes[i] + 16 + caplen
-                if size >= limit:
-                    write(i, parts[i])
-                    parts[i] = []
-                    size = 0
-                sizes[i] = size
-                pos = nxt
-            self._last_ts_ns = last_sec * 1_000_000_000 + last_frac * frac_ns
-            buf = self._pcap_more(buf, pos, end)
-            if buf is None:
-                break
-            pos = 0
-            end = len(buf)
-        for i in range(n):
-            if parts[i]:
-                write(i, parts[i])
-        return counts
 
     # ------------------------------------------------------------------ pcapng
 
