@@ -27,8 +27,8 @@ Steps (:func:`spark_decode`):
    ``rebalances`` and ``commits`` tables; the driver merges the states of a capture's shards
    and replays them as one (:mod:`kafkasniff.groups`), as ``export --jobs`` does with its
    decoders. An unsplit capture's task writes its group tables itself.
-5. **Verify**: the tables are read back with Spark (explicit schemas) and the rows of this
-   run's captures counted, a few tables at once; a difference is an error. (A thread runs
+5. **Verify**: the tables are read back with Spark (one scan of their files' ``capture``
+   column) and the rows of this run's captures counted; a difference is an error. (A thread runs
    the same query on an empty file while the captures decode, :func:`_warm_verification`;
    while a split beside the driver still runs, the Python workers are started,
    :func:`_preload_workers`.) The scratch shards are removed (also on failure).
@@ -788,27 +788,36 @@ def _read_jsonl(path: Path) -> list[dict]:
         return [json.loads(line) for line in f if line.strip()]
 
 
-#: Spark jobs the verification runs at once (one count per table)
-VERIFY_THREADS = 4
-
-
 def verify_counts(spark, out: Path, captures: list[str], tables: list[str],
                   fmt: str = "parquet") -> dict[str, int]:
-    """Rows of ``captures`` in each of ``tables`` under ``out``, read with Spark and the
-    tables' explicit schemas: one count job per table, :data:`VERIFY_THREADS` submitted at
-    once (the driver's planning of one overlaps the tasks of another)."""
-    from concurrent.futures import ThreadPoolExecutor
+    """Rows of ``captures`` in each of ``tables`` under ``out``, read back with Spark.
+
+    One scan of every file of the tables reads their ``capture`` column (``STRING``, as
+    the schemas type it), counts the rows of ``captures`` per file (``input_file_name``)
+    and adds each file's count to the table whose directory holds it (0 for a table
+    without a file). One query instead of one per table: 0.3-0.4 s instead of 0.9-1.2 s
+    once warm, 1.9 s instead of 2.5-2.8 s cold, for real.pcap's tables
+    (docs/benchmarks.md)."""
+    from urllib.parse import unquote, urlparse
 
     from pyspark.sql import functions as F
 
-    from kafkasniff.spark.report import read_table
+    from kafkasniff.spark.report import _table_dir
 
-    def count(table: str) -> int:
-        df = read_table(spark, out, table, fmt=fmt)
-        return 0 if df is None else df.where(F.col("capture").isin(captures)).count()
-
-    if len(tables) < 2:
-        return {table: count(table) for table in tables}
-    with ThreadPoolExecutor(min(VERIFY_THREADS, len(tables)),
-                            thread_name_prefix="kafkasniff-verify") as pool:
-        return dict(zip(tables, pool.map(count, tables)))
+    counts = dict.fromkeys(tables, 0)
+    dirs = [str(d) for d in (_table_dir(out, t) for t in tables) if d is not None]
+    if not dirs:
+        return counts
+    df = (spark.read.format("parquet" if fmt == "parquet" else "json")
+          .schema("capture STRING").option("recursiveFileLookup", "true").load(dirs))
+    per_file = (df.where(F.col("capture").isin(captures))
+                .groupBy(F.input_file_name().alias("file")).count().collect())
+    for row in per_file:
+        # the nearest directory named as a table (partition directories are date=.., hour=..)
+        parts = Path(unquote(urlparse(row["file"]).path)).parts[:-1]
+        table = next((p for p in reversed(parts) if p in counts), None)
+        if table is None:
+            raise SparkDecodeError(f"{row['file']}: Spark read a file outside the tables "
+                                   f"{', '.join(tables)} of {out}")
+        counts[table] += row["count"]
+    return counts

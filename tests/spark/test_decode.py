@@ -347,3 +347,26 @@ def test_warm_up_failure_is_not_the_runs(spark, tmp_path: Path, monkeypatch) -> 
     assert res.verified == res.rows and len(res.rows) > 3
     assert not (tmp_path / "out" / SCRATCH_DIR).exists()
     assert unhandled == []          # the thread ended quietly: no traceback on stderr
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "jsonl"])
+def test_verification_counts_only_these_captures_per_table(spark, tmp_path: Path, fmt) -> None:
+    """The verification's one scan counts, per table, the rows of the captures asked for:
+    other captures' files in the same directories, date/hour partition directories and
+    tables without a file do not change it."""
+    from kafkasniff.export.writer import export_captures
+    from kafkasniff.spark.decode import verify_counts
+
+    out = tmp_path / "out"
+    want = {}
+    for name in ("kafka_python.pcap", "librdkafka_errors_latency.pcap"):
+        want[name] = export_captures([CAPTURES / name], out, options=pipeline_options(),
+                                     partition_by=("date", "hour"), fmt=fmt)
+    a, b = want
+    assert want[a]["exchanges"] != want[b]["exchanges"]
+    tables = [t for t in ALL_TABLES if want[a].get(t)] + ["records"]     # no records table
+    for name in (a, b):
+        got = verify_counts(spark, out, [name], tables, fmt)
+        assert got == {t: want[name].get(t, 0) for t in tables}
+    both = verify_counts(spark, out, [a, b], tables, fmt)
+    assert both == {t: want[a].get(t, 0) + want[b].get(t, 0) for t in tables}
