@@ -3,4 +3,4 @@
 
 cdef unsigned long long _GOLDEN, _MIX, _MASK64
 
-cdef long long _route_bytes(bytes d, unsigned long long n) except? -2
+cdef long long _route_bytes(bytes d, Py_ssize_t off, unsigned long long n) except? -2

@@ -97,23 +97,27 @@ _MIX = 0xBF58476D1CE4E5B9
 _MASK64 = 0xFFFFFFFFFFFFFFFF
 
 
-@cython.locals(p=cython.p_uchar, a=cython.ulonglong, b=cython.ulonglong,
-               pq=cython.ulonglong, h=cython.ulonglong)
-def _route_bytes(d: bytes, n: int) -> int:
-    """Compiled only: the decoder of an Ethernet IPv4 TCP/UDP frame (``bytes`` of at least 38
-    bytes) without IP options and not a later fragment, read byte by byte in C with the hash
-    of :func:`flow_hash` in unsigned 64-bit arithmetic (the same value: every product is
-    taken modulo 2**64 there too); -1 for any other frame."""
+@cython.locals(p=cython.p_uchar, o=cython.Py_ssize_t, a=cython.ulonglong,
+               b=cython.ulonglong, pq=cython.ulonglong, h=cython.ulonglong)
+def _route_bytes(d: bytes, off: int, n: int) -> int:
+    """Compiled only: the decoder of the Ethernet IPv4 TCP/UDP frame at ``d[off:]`` (at
+    least 38 bytes) without IP options and not a later fragment, read byte by byte in C with
+    the hash of :func:`flow_hash` in unsigned 64-bit arithmetic (the same value: every
+    product is taken modulo 2**64 there too); -1 for any other frame."""
     p = d
-    if not (p[12] == 0x08 and p[13] == 0x00 and p[14] == 0x45
-            and (p[23] == 6 or p[23] == 17) and (p[20] & 0x1F) == 0 and p[21] == 0):
+    o = off
+    if not (p[o + 12] == 0x08 and p[o + 13] == 0x00 and p[o + 14] == 0x45
+            and (p[o + 23] == 6 or p[o + 23] == 17) and (p[o + 20] & 0x1F) == 0
+            and p[o + 21] == 0):
         return -1
-    a = (cython.cast(cython.ulonglong, p[26]) << 24 | cython.cast(cython.ulonglong, p[27]) << 16
-         | cython.cast(cython.ulonglong, p[28]) << 8 | p[29])
-    b = (cython.cast(cython.ulonglong, p[30]) << 24 | cython.cast(cython.ulonglong, p[31]) << 16
-         | cython.cast(cython.ulonglong, p[32]) << 8 | p[33])
-    pq = (cython.cast(cython.ulonglong, p[34]) << 8 | p[35]) ^ \
-        (cython.cast(cython.ulonglong, p[36]) << 8 | p[37])
+    a = (cython.cast(cython.ulonglong, p[o + 26]) << 24
+         | cython.cast(cython.ulonglong, p[o + 27]) << 16
+         | cython.cast(cython.ulonglong, p[o + 28]) << 8 | p[o + 29])
+    b = (cython.cast(cython.ulonglong, p[o + 30]) << 24
+         | cython.cast(cython.ulonglong, p[o + 31]) << 16
+         | cython.cast(cython.ulonglong, p[o + 32]) << 8 | p[o + 33])
+    pq = (cython.cast(cython.ulonglong, p[o + 34]) << 8 | p[o + 35]) ^ \
+        (cython.cast(cython.ulonglong, p[o + 36]) << 8 | p[o + 37])
     h = ((a ^ b) ^ (pq * _GOLDEN)) & _MASK64
     h ^= h >> 29
     h = (h * _MIX) & _MASK64
@@ -121,27 +125,29 @@ def _route_bytes(d: bytes, n: int) -> int:
 
 
 def router(n: int, ports: bool = True):
-    """``route(link_type, frame) -> decoder`` among ``n``: :func:`partition` (``ports``
-    false: addresses only), with the hash of an Ethernet IPv4 TCP/UDP frame without IP
-    options computed inline (one call instead of three: the reader of ``--jobs`` hashes
-    every packet; compiled, from the bytes in C: :func:`_route_bytes`)."""
+    """``route(link_type, d, off=0) -> decoder`` among ``n`` of the frame ``d[off:]`` (an
+    offset instead of a slice: a reader holding whole records routes without copying the
+    frame): :func:`partition` (``ports`` false: addresses only), with the hash of an
+    Ethernet IPv4 TCP/UDP frame without IP options computed inline (one call instead of
+    three: the reader of ``--jobs`` hashes every packet; compiled, from the bytes in C:
+    :func:`_route_bytes`)."""
     if cython.compiled:
-        def croute(link_type: int, d) -> int:
-            if link_type == 1 and ports and type(d) is bytes and len(d) >= 38:
-                w = _route_bytes(d, n)
+        def croute(link_type: int, d, off: int = 0) -> int:
+            if link_type == 1 and ports and type(d) is bytes and len(d) - off >= 38:
+                w = _route_bytes(d, off, n)
                 if w >= 0:
                     return w
-            return partition(link_type, d, n, ports)
+            return partition(link_type, d[off:] if off else d, n, ports)
         return croute
 
-    def route(link_type: int, d) -> int:
-        if link_type == 1 and ports and len(d) >= 38:
-            et, vi, frag, proto, a, b, p, q = _eth_ipv4(d, 12)
+    def route(link_type: int, d, off: int = 0) -> int:
+        if link_type == 1 and ports and len(d) - off >= 38:
+            et, vi, frag, proto, a, b, p, q = _eth_ipv4(d, off + 12)
             if et == 0x0800 and vi == 0x45 and (proto == 6 or proto == 17) \
                     and not frag & 0x1FFF:
                 h = ((a ^ b) ^ ((p ^ q) * 0x9E3779B1)) & 0xFFFFFFFFFFFFFFFF
                 h ^= h >> 29
                 h = (h * 0xBF58476D1CE4E5B9) & 0xFFFFFFFFFFFFFFFF
                 return (h ^ (h >> 32)) % n
-        return partition(link_type, d, n, ports)
+        return partition(link_type, d[off:] if off else d, n, ports)
     return route

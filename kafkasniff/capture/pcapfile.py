@@ -555,18 +555,19 @@ class PacketSource:
                    i=cython.Py_ssize_t, size=cython.Py_ssize_t, limit=cython.Py_ssize_t,
                    packets=cython.longlong, nbytes=cython.longlong, big=cython.bint,
                    max_rec=cython.Py_ssize_t)
-    def split_records(self, route: Callable[[int, bytes], int], n: int,
+    def split_records(self, route: Callable[[int, bytes, int], int], n: int,
                       write: Callable[[int, list[bytes]], None],
                       flush_bytes: int = READ_CHUNK_BYTES) -> list[int]:
         """Hand every packet record of a pcap source, unchanged, to one of ``n`` outputs.
 
-        ``route(link_type, frame) -> 0 .. n-1`` picks the output of each packet (``frame``:
-        its captured bytes, as :class:`CapturedPacket` ``data``). ``write(i, records)``
-        receives the records of output ``i`` in capture order, each its 16-byte record
-        header and captured bytes as in the source, in lists of about ``flush_bytes``; the
-        file header of an output with the same records is :attr:`pcap_header`. Reading,
-        damage (issues), the counters and :meth:`accounting` are those of iterating the
-        packets. Use instead of iterating, once.
+        ``route(link_type, record, 16) -> 0 .. n-1`` picks the output of each packet from
+        its record (the frame, as :class:`CapturedPacket` ``data``, is ``record[16:]``: a
+        :func:`kafkasniff.capture.flows.router` routes it in place, without a copy).
+        ``write(i, records)`` receives the records of output ``i`` in capture order, each
+        its 16-byte record header and captured bytes as in the source, in lists of about
+        ``flush_bytes``; the file header of an output with the same records is
+        :attr:`pcap_header`. Reading, damage (issues), the counters and :meth:`accounting`
+        are those of iterating the packets. Use instead of iterating, once.
 
         Returns:
             Packets routed to each output (a list of ``n`` counts).
@@ -607,8 +608,9 @@ class PacketSource:
                 nxt = pos + 16 + caplen
                 if nxt > end or caplen > max_rec:
                     break
-                i = route(link, buf[pos + 16:nxt])
-                parts[i].append(buf[pos:nxt])
+                rec = buf[pos:nxt]
+                i = route(link, rec, 16)
+                parts[i].append(rec)
                 counts[i] += 1
                 packets += 1
                 nbytes += caplen

@@ -10,14 +10,22 @@ from kafkasniff.capture.flows import flow_hash, ip_offset, partition, router
 from kafkasniff.capture.pcapfile import open_capture
 from tests.conftest import CAPTURES
 
+#: an Ethernet IPv4 TCP frame of another flow: a record prefix that a router reading at the
+#: wrong offset would hash instead of the frame after it
+OTHER = (bytes(12) + b"\x08\x00" + bytes([0x45, 0, 0, 40, 0, 0, 0, 0, 64, 6, 0, 0])
+         + bytes([192, 168, 7, 1, 192, 168, 7, 2]) + (1234).to_bytes(2, "big")
+         + (5678).to_bytes(2, "big") + bytes(16))
+
 
 def test_router_agrees_with_the_flow_hash_on_every_captured_packet():
     seen = 0
     for pcap in sorted(CAPTURES.glob("*.pcap")):
         with open_capture(pcap) as packets:
             for pkt in packets:
+                record = OTHER + pkt.data     # the frame at an offset, as in a pcap record
                 for n in (2, 3):
                     assert router(n)(pkt.link_type, pkt.data) == \
+                        router(n)(pkt.link_type, record, len(OTHER)) == \
                         partition(pkt.link_type, pkt.data, n)
                     off = ip_offset(pkt.link_type, pkt.data)
                     by_hosts = 0 if off < 0 else flow_hash(pkt.data, off, False) % n
@@ -51,4 +59,5 @@ def test_compiled_route_equals_the_flow_hash_on_any_ipv4_frame(a, b, sport, dpor
     frame = bytes(12) + b"\x08\x00" + ip + sport.to_bytes(2, "big") + dport.to_bytes(2, "big") \
         + tail
     assert router(n)(1, frame) == partition(1, frame, n)
+    assert router(n)(1, OTHER + frame, len(OTHER)) == partition(1, frame, n)
     assert router(n, False)(1, frame) == flow_hash(frame, 14, False) % n

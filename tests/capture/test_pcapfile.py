@@ -653,7 +653,7 @@ def split_all(data: bytes, n: int = 3, flush_bytes: int = 1 << 20, wrap=io.Bytes
         outs.setdefault(i, []).extend(records)
 
     with open_capture(wrap(data)) as src:
-        counts = src.split_records(lambda lt, d: len(d) % n, n, write, flush_bytes)
+        counts = src.split_records(lambda lt, rec, off: (len(rec) - off) % n, n, write, flush_bytes)
     return {i: b"".join(r) for i, r in outs.items()}, counts, writes, src
 
 
@@ -728,7 +728,7 @@ def test_split_records_dribbling_stream_and_flush_size():
 def test_split_records_needs_a_pcap_from_its_start():
     with open_capture(io.BytesIO(PCAPNG_BLOB)) as src:
         with pytest.raises(ValueError, match="pcap"):
-            src.split_records(lambda lt, d: 0, 1, lambda i, r: None)
+            src.split_records(lambda lt, rec, off: 0, 1, lambda i, r: None)
     outs, counts, _, src = split_all(PCAP_BLOB[:20])      # no whole file header
     assert outs == {} and counts == [0, 0, 0]
     assert [i.kind for i in src.issues] == [IssueKind.CAPTURE_TRUNCATED]
