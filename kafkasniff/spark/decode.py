@@ -7,8 +7,9 @@ Steps (:func:`spark_decode`):
    paths. Each file is one capture: its rows carry its file name in the ``capture`` column
    (a longer path suffix, ``host1/x.pcap``, when several inputs share a file name).
 2. **Split**: a capture of at least ``split_threshold_bytes`` (64 MiB) is cut by TCP
-   connection into ``ceil(size / 64 MiB)`` pcapng shards (``shards=N``: every capture into
-   N), streaming, by :func:`kafkasniff.spark.split.split_capture`, into
+   connection into ``ceil(size / 64 MiB)`` shards (pcap shards of a pcap capture, pcapng of
+   a pcapng one; ``shards=N``: every capture into N), streaming, by
+   :func:`kafkasniff.spark.split.split_capture`, into
    ``OUT/_kafkasniff_scratch/<run>/`` (ignored by Spark readers: leading ``_``): with a local
    master in a process forked by the driver before Spark starts (:class:`_LocalSplit`: the
    JVM starts meanwhile on the other core), else one Spark task per capture.

@@ -163,15 +163,15 @@ def split_capture(source: str | os.PathLike[str], out_dir: str | os.PathLike[str
     try:
         with open_capture(source, on_secrets=on_secrets) as packets:
             if packets.format == "pcap":
-                _split_pcap(packets, out, stem, n, route, result)
-                return result
-            for pkt in packets:
-                i = route(pkt.link_type, pkt.data)
-                w = writers.get(i)
-                if w is None:
-                    w = writer(i)
-                w.write(pkt)
-                counts[i] += 1
+                counts = _split_pcap(packets, out, stem, n, route, result.paths)
+            else:
+                for pkt in packets:
+                    i = route(pkt.link_type, pkt.data)
+                    w = writers.get(i)
+                    if w is None:
+                        w = writer(i)
+                    w.write(pkt)
+                    counts[i] += 1
             result.issues = list(packets.issues)
             result.bytes_read = packets.bytes_read
             result.packets_read = packets.packets_read
@@ -182,9 +182,11 @@ def split_capture(source: str | os.PathLike[str], out_dir: str | os.PathLike[str
     return result
 
 
-def _split_pcap(packets, out: Path, stem: str, n: int, route, result: SplitResult) -> None:
+def _split_pcap(packets, out: Path, stem: str, n: int, route, paths: dict[int, str]
+                ) -> list[int]:
     """The records of a pcap capture, byte for byte, into pcap shards that start with its
-    file header (fills ``result``; a shard that would be empty is not created)."""
+    file header; fills ``paths`` (a shard that would be empty is not created) and returns
+    the packets per shard."""
     files: dict[int, BinaryIO] = {}
 
     def write(i: int, records: list[bytes]) -> None:
@@ -193,15 +195,11 @@ def _split_pcap(packets, out: Path, stem: str, n: int, route, result: SplitResul
             path = out / f"{stem}.shard-{i}-of-{n}.pcap"
             f = files[i] = open(path, "wb")  # noqa: SIM115 - closed below
             f.write(packets.pcap_header)
-            result.paths[i] = str(path)
+            paths[i] = str(path)
         f.write(b"".join(records))
 
     try:
-        counts = packets.split_records(route, n, write)
+        return packets.split_records(route, n, write)
     finally:
         for f in files.values():
             f.close()
-    result.issues = list(packets.issues)
-    result.bytes_read = packets.bytes_read
-    result.packets_read = packets.packets_read
-    result.packets = {i: counts[i] for i in sorted(result.paths)}
