@@ -798,7 +798,14 @@ def verify_counts(spark, out: Path, captures: list[str], tables: list[str],
     and adds each file's count to the table whose directory holds it (0 for a table
     without a file). One query instead of one per table: 0.3-0.4 s instead of 0.9-1.2 s
     once warm, 1.9 s instead of 2.5-2.8 s cold, for real.pcap's tables
-    (docs/benchmarks.md)."""
+    (docs/benchmarks.md).
+
+    Returns:
+        table -> rows (every table of ``tables``).
+
+    Raises:
+        SparkDecodeError: Spark read a file that no table directory holds.
+    """
     from urllib.parse import unquote, urlparse
 
     from pyspark.sql import functions as F
