@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
+import gc
+
+import pytest
+
 from kafkasniff.capture.types import CapturedPacket
 from kafkasniff.model import Exchange
-from kafkasniff.pipeline import Pipeline, PipelineOptions
+from kafkasniff.pipeline import (
+    DECODE_GC_THRESHOLD,
+    Pipeline,
+    PipelineOptions,
+    tune_gc_for_decoding,
+)
 from tests.capture.builders import ether, ipv4, tcp_header
 from tests.pairing.frames import (
     heartbeat_v0_response_body,
@@ -138,3 +147,23 @@ def test_a_connection_closed_by_the_packet_that_looks_for_idle_ones_stays_placed
         out = pipe.feed(CapturedPacket(ts, 1, frame, len(frame)))
     assert any(getattr(r, "closed", None) == "rst" for r in out)
     assert pipe.first_seen_ns(0) == t0
+
+
+@pytest.fixture
+def gc_threshold():
+    """The collector's thresholds, restored after the test."""
+    saved = gc.get_threshold()
+    yield
+    gc.set_threshold(*saved)
+
+
+def test_tune_gc_raises_generation_0_and_keeps_the_others(gc_threshold):
+    gc.set_threshold(700, 7, 9)
+    tune_gc_for_decoding()
+    assert gc.get_threshold() == (DECODE_GC_THRESHOLD, 7, 9)
+    gc.set_threshold(DECODE_GC_THRESHOLD * 3, 10, 10)     # already higher: kept
+    tune_gc_for_decoding()
+    assert gc.get_threshold() == (DECODE_GC_THRESHOLD * 3, 10, 10)
+    gc.set_threshold(0, 10, 10)                            # collector disabled: kept
+    tune_gc_for_decoding()
+    assert gc.get_threshold() == (0, 10, 10)

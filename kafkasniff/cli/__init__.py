@@ -62,6 +62,9 @@ def main() -> None:
     of every API version, pairs them by correlation_id, and reports latency, errors and
     throttling.
     """
+    from kafkasniff.pipeline import tune_gc_for_decoding
+
+    tune_gc_for_decoding()      # each command is a process of its own (and forks decoders)
 
 
 main.add_command(read_command)

@@ -304,6 +304,9 @@ def _ship_keylogs(options):
 
 def _decode_rows(tasks: list[dict], ids: Iterable[int]) -> Iterator[dict]:
     from kafkasniff.export.writer import export_captures
+    from kafkasniff.pipeline import tune_gc_for_decoding
+
+    tune_gc_for_decoding()      # the Python worker runs decode tasks only
 
     for tid in ids:
         t = tasks[tid]

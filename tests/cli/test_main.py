@@ -43,3 +43,16 @@ def test_python_dash_m_kafkasniff_is_the_command():
     res = subprocess.run([sys.executable, "-m", "kafkasniff", "--help"], capture_output=True,
                          text=True, timeout=60)
     assert res.stdout.startswith("Usage: kafkasniff ")
+
+
+def test_commands_collect_garbage_less_often_and_importing_does_not():
+    """Every command runs with the decoding process's collector threshold
+    (:func:`kafkasniff.pipeline.tune_gc_for_decoding`); importing the package (a library
+    user's process) leaves the collector as it was."""
+    code = ("import gc; start = gc.get_threshold(); "
+            "from click.testing import CliRunner; from kafkasniff.cli import main; "
+            "import kafkasniff.pipeline as p; assert gc.get_threshold() == start, start; "
+            f"r = CliRunner().invoke(main, ['stats', {str(PC)!r}]); assert r.exit_code == 0; "
+            "assert gc.get_threshold() == (p.DECODE_GC_THRESHOLD, *start[1:]), "
+            "gc.get_threshold()")
+    subprocess.run([sys.executable, "-c", code], check=True)

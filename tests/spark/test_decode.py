@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import gc
 import json
 import os
 import shutil
@@ -14,9 +15,11 @@ import pyarrow.dataset as ds
 import pytest
 
 from kafkasniff.export.schema import ALL_TABLES, SCHEMAS
+from kafkasniff.pipeline import DECODE_GC_THRESHOLD
 from kafkasniff.spark.decode import (
     SCRATCH_DIR,
     SparkDecodeError,
+    _decode_rows,
     capture_names,
     expand_inputs,
     spark_decode,
@@ -370,3 +373,15 @@ def test_verification_counts_only_these_captures_per_table(spark, tmp_path: Path
         assert got == {t: want[name].get(t, 0) for t in tables}
     both = verify_counts(spark, out, [a, b], tables, fmt)
     assert both == {t: want[a].get(t, 0) + want[b].get(t, 0) for t in tables}
+
+
+def test_a_decode_task_sets_its_workers_collector_threshold():
+    """The Python worker of a decode task collects garbage as the command line does
+    (:func:`kafkasniff.pipeline.tune_gc_for_decoding`)."""
+    saved = gc.get_threshold()
+    try:
+        gc.set_threshold(700, 10, 10)
+        assert list(_decode_rows([], [])) == []
+        assert gc.get_threshold() == (DECODE_GC_THRESHOLD, 10, 10)
+    finally:
+        gc.set_threshold(*saved)
