@@ -128,20 +128,23 @@ class EmbeddedDecoder:
 def embedded_topics(body: dict | None) -> list[str]:
     """Topic names inside decoded consumer-protocol values of a group API body."""
     out: list[str] = []
-
-    def walk(v) -> None:
-        if isinstance(v, dict):
-            if v.get("protocol_type") == CONSUMER and "version" in v:
-                out.extend(t for t in v.get("topics") or () if t)
-                for tp in list(v.get("owned_partitions") or ()) + list(v.get("assigned_partitions") or ()):
-                    if tp.get("topic"):
-                        out.append(tp["topic"])
-                return
-            for x in v.values():
-                walk(x)
-        elif isinstance(v, list):
-            for x in v:
-                walk(x)
-
-    walk(body)
+    _embedded_walk(body, out)
     return out
+
+
+def _embedded_walk(v, out: list[str]) -> None:
+    # a module function, not a closure: a closure calling itself is a reference cycle,
+    # left for the garbage collector after every call
+    if isinstance(v, dict):
+        if v.get("protocol_type") == CONSUMER and "version" in v:
+            out.extend(t for t in v.get("topics") or () if t)
+            for tp in list(v.get("owned_partitions") or ()) + \
+                    list(v.get("assigned_partitions") or ()):
+                if tp.get("topic"):
+                    out.append(tp["topic"])
+            return
+        for x in v.values():
+            _embedded_walk(x, out)
+    elif isinstance(v, list):
+        for x in v:
+            _embedded_walk(x, out)

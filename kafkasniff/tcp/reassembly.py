@@ -771,6 +771,12 @@ class TcpReassembler:
             closed[tkey] = ts
             while len(closed) > self.max_connections:
                 closed.popitem(last=False)
+        # the connection's state is a reference cycle (each direction points at the
+        # connection and at the other direction): cut, it is freed now, not by a collection
+        # that would first carry it through every generation
+        for ds in st.dirs:
+            ds.other = None
+            ds.st = None
 
 
 _PORT = struct.Struct("!H").pack

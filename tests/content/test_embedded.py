@@ -7,6 +7,8 @@ encoded the same way and decoded with BodyDecoder, so apply() sees real decoded 
 
 from __future__ import annotations
 
+import gc
+
 import pytest
 
 from kafkasniff.content.embedded import (
@@ -269,6 +271,17 @@ def test_embedded_topics():
         "orders", "payments", "orders",          # m-1 subscription; its assignment is raw
     ]
     assert embedded_topics(None) == [] and embedded_topics({"a": [b"raw"]}) == []
+    # and leaves no reference cycle behind (a closure calling itself would: one per call)
+    enabled = gc.isenabled()
+    gc.collect()
+    gc.disable()
+    try:
+        for _ in range(3):
+            embedded_topics(resp)
+        assert gc.collect() == 0
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def test_content_decoder_adds_embedded_topics_to_the_summary():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import itertools
 import subprocess
 import sys
@@ -668,3 +669,38 @@ def test_core_imports_no_io_or_ui_modules():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)
     assert out.stdout.strip() == "[]"
+
+
+def _state_objects() -> int:
+    """Reassembler connection states (``_Conn``, ``_Dir``) alive in this process."""
+    return sum(type(o).__name__ in ("_Conn", "_Dir") for o in gc.get_objects())
+
+
+@pytest.mark.parametrize("how", ["fin", "rst", "idle", "end_of_capture", "port_reuse"])
+def test_a_closed_connection_is_freed_without_the_garbage_collector(how):
+    """A connection's state is freed when it closes, not left as a reference cycle for the
+    collector (which would carry it through every generation first)."""
+    enabled = gc.isenabled()
+    gc.collect()
+    gc.disable()
+    try:
+        before = _state_objects()
+        r, s = TcpReassembler(), Streams()
+        handshake(r, s)
+        s.feed(r, a2b(1001, b"req", ack=5001), b2a(5001, b"resp", ack=1004))
+        assert _state_objects() == before + 3
+        if how == "fin":
+            s.feed(r, a2b(1004, flags=FIN | ACK, ack=5005), b2a(5005, flags=FIN | ACK, ack=1005))
+        elif how == "rst":
+            s.feed(r, a2b(1004, flags=RST))
+        elif how == "idle":
+            s.add(r.expire(10 ** 15))
+        elif how == "end_of_capture":
+            s.add(r.flush())
+        else:   # a new SYN on the same endpoints: the old connection is closed
+            s.feed(r, a2b(90000, flags=SYN, ts=10))
+        assert s.closed == {0: how}
+        assert _state_objects() == before + (3 if how == "port_reuse" else 0)
+    finally:
+        if enabled:
+            gc.enable()
