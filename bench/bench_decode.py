@@ -17,8 +17,9 @@ A capture that is not on port 9092 (``make_real_capture.py``'s) names its broker
 for each.
 
 Prints packets/s, MB/s, exchanges/s, peak memory and the ratio to tshark (``stats`` and
-``export`` to ``-T fields``, ``read --json`` to ``-T json``). Results are also written as
-JSON (``--json-out``). Timings are measured here, never asserted in tests.
+``export`` to ``-T fields``, ``read --json`` to ``-T json``): the ratio of the medians, and
+with several rounds the range of the ratios within each round (``[min-max]``). Results are
+also written as JSON (``--json-out``), each command's round times and ratios included. Timings are measured here, never asserted in tests.
 
 Usage::
 
@@ -124,6 +125,11 @@ def main(argv: list[str] | None = None) -> int:
     bases = {"fields": next((w for n, w, _, _ in rows if n.startswith("tshark -T fields")),
                             None),
              "json": next((w for n, w, _, _ in rows if n.startswith("tshark -T json")), None)}
+    # the same ratio within each round (both commands ran minutes apart at most): on a
+    # machine whose speed drifts, the spread of these says more than one ratio of medians
+    base_runs = {basis: next((runs[n] for n, *_ in commands
+                              if n.startswith(f"tshark -T {basis}")), None)
+                 for basis in ("fields", "json")}
     print(f"capture: {args.capture} ({size / 1e6:.0f} MB, {packets} packets, "
           f"{exchanges} exchanges); machine: {os.cpu_count()} cores; median of "
           f"{args.rounds} alternating round(s)")
@@ -133,13 +139,18 @@ def main(argv: list[str] | None = None) -> int:
     for name, w, kib, basis in rows:
         base = bases.get(basis)
         ratio = base / w if base else None
+        per_round = [round(b / r, 2) for (b, _), (r, _) in zip(base_runs[basis], runs[name])] \
+            if base_runs.get(basis) else []
+        spread = f" [{min(per_round):.2f}-{max(per_round):.2f}]" if len(per_round) > 1 else ""
         print(f"{name:34s} {w:8.1f} {packets / w:10.0f} {size / 1e6 / w:7.1f} "
               f"{exchanges / w:8.0f} {kib / 1024:8.0f} "
-              f"{'' if ratio is None else f'{ratio:6.2f} ({basis})'}")
+              f"{'' if ratio is None else f'{ratio:6.2f} ({basis}){spread}'}")
         results.append({"command": name, "seconds": round(w, 2), "packets_per_s": round(packets / w),
                         "mb_per_s": round(size / 1e6 / w, 1), "exchanges_per_s": round(exchanges / w),
                         "peak_rss_mb": round(kib / 1024), "baseline": basis or None,
-                        "ratio_to_tshark": None if ratio is None else round(ratio, 2)})
+                        "ratio_to_tshark": None if ratio is None else round(ratio, 2),
+                        "round_seconds": [round(r, 2) for r, _ in runs[name]],
+                        "round_ratios_to_tshark": per_round or None})
     rows = [(n, w, k) for n, w, k, _ in rows]
     scaling = [{"packets": packets, "jobs": args.jobs[0], "seconds": round(rows[0][1], 1),
                 "peak_rss_mb": round(rows[0][2] / 1024)}]
