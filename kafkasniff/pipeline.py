@@ -74,9 +74,10 @@ def tune_gc_for_decoding() -> None:
     collector made 1,161 young and 9 full collections in ``stats`` of
     ``bench/data/big.pcap``, each full one traversing every live container (open
     connections, waiting requests, export's buffered rows): 1.6-2.0 s of a 28 s run, and
-    6.0 s of a 49 s ``export``. At 10,000 it takes 0.75 s and 2.2 s (docs/benchmarks.md).
-    The thresholds of generations 1 and 2 are kept, so cyclic garbage is still collected,
-    in larger steps (peak RSS 7-9 MB higher on that capture).
+    6.0 s of a 49 s ``export``. At 10,000 it took 0.75 s and 2.2 s, and with the
+    per-connection reference cycles gone too (a closed connection frees its state), 0.1 s
+    and 1.6 s (docs/performance.md). The thresholds of generations 1 and 2 are kept, so
+    cyclic garbage is still collected, in larger steps.
 
     Called by the command line (every command runs in a process of its own, and the
     ``--jobs`` and live decoder processes it forks inherit it) and by ``spark decode``'s
