@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -79,3 +80,24 @@ def public_dir() -> Path:
     if d is None:
         pytest.skip("../shared/captures-public is absent (third-party captures are not committed)")
     return d
+
+
+@pytest.fixture
+def gc_threshold():
+    """The collector's thresholds, restored after the test."""
+    saved = gc.get_threshold()
+    yield
+    gc.set_threshold(*saved)
+
+
+@pytest.fixture
+def collector_off():
+    """The cyclic garbage collector off for the test (after one collection), on again after
+    it if it was on: what a test sees in ``gc.collect()`` or ``gc.get_objects()`` is then
+    what it made."""
+    enabled = gc.isenabled()
+    gc.collect()
+    gc.disable()
+    yield
+    if enabled:
+        gc.enable()

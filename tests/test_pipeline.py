@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import gc
 
-import pytest
-
 from kafkasniff.capture.types import CapturedPacket
 from kafkasniff.model import Exchange
 from kafkasniff.pipeline import (
@@ -147,14 +145,6 @@ def test_a_connection_closed_by_the_packet_that_looks_for_idle_ones_stays_placed
         out = pipe.feed(CapturedPacket(ts, 1, frame, len(frame)))
     assert any(getattr(r, "closed", None) == "rst" for r in out)
     assert pipe.first_seen_ns(0) == t0
-
-
-@pytest.fixture
-def gc_threshold():
-    """The collector's thresholds, restored after the test."""
-    saved = gc.get_threshold()
-    yield
-    gc.set_threshold(*saved)
 
 
 def test_tune_gc_raises_generation_0_and_keeps_the_others(gc_threshold):

@@ -375,13 +375,9 @@ def test_verification_counts_only_these_captures_per_table(spark, tmp_path: Path
     assert both == {t: want[a].get(t, 0) + want[b].get(t, 0) for t in tables}
 
 
-def test_a_decode_task_sets_its_workers_collector_threshold():
+def test_a_decode_task_sets_its_workers_collector_threshold(gc_threshold):
     """The Python worker of a decode task collects garbage as the command line does
     (:func:`kafkasniff.pipeline.tune_gc_for_decoding`)."""
-    saved = gc.get_threshold()
-    try:
-        gc.set_threshold(700, 10, 10)
-        assert list(_decode_rows([], [])) == []
-        assert gc.get_threshold() == (DECODE_GC_THRESHOLD, 10, 10)
-    finally:
-        gc.set_threshold(*saved)
+    gc.set_threshold(700, 10, 10)
+    assert list(_decode_rows([], [])) == []
+    assert gc.get_threshold() == (DECODE_GC_THRESHOLD, 10, 10)

@@ -677,30 +677,23 @@ def _state_objects() -> int:
 
 
 @pytest.mark.parametrize("how", ["fin", "rst", "idle", "end_of_capture", "port_reuse"])
-def test_a_closed_connection_is_freed_without_the_garbage_collector(how):
+def test_a_closed_connection_is_freed_without_the_garbage_collector(how, collector_off):
     """A connection's state is freed when it closes, not left as a reference cycle for the
     collector (which would carry it through every generation first)."""
-    enabled = gc.isenabled()
-    gc.collect()
-    gc.disable()
-    try:
-        before = _state_objects()
-        r, s = TcpReassembler(), Streams()
-        handshake(r, s)
-        s.feed(r, a2b(1001, b"req", ack=5001), b2a(5001, b"resp", ack=1004))
-        assert _state_objects() == before + 3
-        if how == "fin":
-            s.feed(r, a2b(1004, flags=FIN | ACK, ack=5005), b2a(5005, flags=FIN | ACK, ack=1005))
-        elif how == "rst":
-            s.feed(r, a2b(1004, flags=RST))
-        elif how == "idle":
-            s.add(r.expire(10 ** 15))
-        elif how == "end_of_capture":
-            s.add(r.flush())
-        else:   # a new SYN on the same endpoints: the old connection is closed
-            s.feed(r, a2b(90000, flags=SYN, ts=10))
-        assert s.closed == {0: how}
-        assert _state_objects() == before + (3 if how == "port_reuse" else 0)
-    finally:
-        if enabled:
-            gc.enable()
+    before = _state_objects()
+    r, s = TcpReassembler(), Streams()
+    handshake(r, s)
+    s.feed(r, a2b(1001, b"req", ack=5001), b2a(5001, b"resp", ack=1004))
+    assert _state_objects() == before + 3
+    if how == "fin":
+        s.feed(r, a2b(1004, flags=FIN | ACK, ack=5005), b2a(5005, flags=FIN | ACK, ack=1005))
+    elif how == "rst":
+        s.feed(r, a2b(1004, flags=RST))
+    elif how == "idle":
+        s.add(r.expire(10 ** 15))
+    elif how == "end_of_capture":
+        s.add(r.flush())
+    else:   # a new SYN on the same endpoints: the old connection is closed
+        s.feed(r, a2b(90000, flags=SYN, ts=10))
+    assert s.closed == {0: how}
+    assert _state_objects() == before + (3 if how == "port_reuse" else 0)
