@@ -373,6 +373,9 @@ class Pipeline:
                                            idle_timeout_ns=o.idle_timeout_s * 10**9,
                                            first_conn_id=o.first_conn_id)
         self.topics.record_learned = o.meta_records
+        #: the registry's list of newly learnt (topic id, name) pairs; empty unless
+        #: ``meta_records`` (drained into TopicName records by _account)
+        self._learned = self.topics.learned
         self.stats = PipelineStats(budgets=self.ctx.content.meter)
         self.lister = IssueLister(o.budgets.limit("capture_issues"), self.stats)
         self.connections: dict[int, ConnectionState] = {}
@@ -415,7 +418,17 @@ class Pipeline:
             st.tcp_segments += 1
             st.bytes["packet_headers"] += len(pkt.data) - len(seg.payload)
             events = self._reassembler.feed(seg)
-            out = self._dispatch(events) if events else []
+            if not events:
+                out = []
+            elif len(events) == 1 and type(ev := events[0]) is StreamData and \
+                    type(app := self.connections.get(ev.conn.conn_id)) is KafkaConnection:
+                # the common case, routed without _dispatch's loop: in-order bytes of a
+                # Kafka connection (most of them complete no frame and return nothing)
+                out = app.on_data(ev.direction, ev.offset, ev.data, ev.ts_ns)
+                if out or self._learned:
+                    out = self._account(out)
+            else:
+                out = self._dispatch(events)
         if pkt.ts_ns >= self._next_expire_ns:
             self._next_expire_ns = pkt.ts_ns + EXPIRE_EVERY_NS
             expired = self._expire(pkt.ts_ns)
@@ -519,12 +532,17 @@ class Pipeline:
                     out.extend(self._to_other(state, ev))
             else:  # TlsConnection
                 out.extend(self._to_tls(state, ev))
-        if self.options.meta_records:
-            learned = self.topics.learned
-            if learned:
-                ts = self.stats.last_ts_ns
-                out.extend(TopicName(tid, name, ts) for tid, name in learned)
-                learned.clear()
+        return self._account(out)
+
+    def _account(self, out: list) -> list[Record]:
+        """The records one call produced, counted in :attr:`stats`, with the topic names
+        learnt meanwhile (``meta_records``) and the issues beyond the listing budget left
+        out."""
+        learned = self._learned
+        if learned:
+            ts = self.stats.last_ts_ns
+            out.extend(TopicName(tid, name, ts) for tid, name in learned)
+            learned.clear()
         st = self.stats
         over = False
         for rec in out:
