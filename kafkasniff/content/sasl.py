@@ -27,6 +27,7 @@ import binascii
 import json
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Container
 
 from kafkasniff.protocol.apis import (
@@ -449,6 +450,12 @@ def is_sensitive_config(name: object) -> bool:
     """
     if not isinstance(name, str):
         return True
+    return _sensitive_name(name)
+
+
+@lru_cache(maxsize=4096)
+def _sensitive_name(name: str) -> bool:
+    # a DescribeConfigs response names hundreds of configs, the same ones each time
     return bool(_SENSITIVE_CONFIG.search(name))
 
 
