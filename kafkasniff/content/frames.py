@@ -288,12 +288,12 @@ class ContentDecoder:
             return OrphanGuess(self.raw_response(payload), (), tuple(fits))
         api_key, candidates = next(iter(fits.items()))
         version, body_offset, value = max(candidates, key=lambda c: c[0])
-        issues, records, located = self._postprocess(api_key, version, True, value, None, None)
-        info = self.defs.apis[api_key]
+        plan = self.defs.plan(self.defs.apis[api_key].response, version)
+        issues, records, located = self._postprocess(api_key, plan, True, value, None, None)
         frame = DecodedFrame({"correlation_id": peek_correlation_id(payload)}, value, None, True,
                              body_offset, issues,
                              api_key, version, version, None,
-                             self.defs.plan(info.response, version), records, located)
+                             plan, records, located)
         return OrphanGuess(frame, tuple(sorted(c[0] for c in candidates)), (api_key,))
 
     @staticmethod
@@ -380,40 +380,38 @@ class ContentDecoder:
             out = self._raw(header, payload, body_offset, api_key)
             out.issues = result.issues
         else:
-            extra, records, located = self._postprocess(
-                api_key, result.layout_version, is_response, result.value, request_body,
-                mechanism)
-            result.issues.extend(extra)
             info = self.defs.apis[api_key]
+            plan = self.defs.plan(info.response if is_response else info.request,
+                                  result.layout_version)
+            extra, records, located = self._postprocess(
+                api_key, plan, is_response, result.value, request_body, mechanism)
+            result.issues.extend(extra)
             out = DecodedFrame(header, result.value, None, result.complete, body_offset,
                                result.issues, layout_version=result.layout_version,
-                               assumed_version=result.assumed_version,
-                               plan=self.defs.plan(info.response if is_response else info.request,
-                                                   result.layout_version),
+                               assumed_version=result.assumed_version, plan=plan,
                                records=records, located=located)
         out.api_key, out.api_version = api_key, api_version
         return out
 
-    def _postprocess(self, api_key: int, version: int, is_response: bool, body: dict,
+    def _postprocess(self, api_key: int, plan: StructPlan, is_response: bool, body: dict,
                      request_body: dict | None, mechanism: str | None
                      ) -> tuple[list[BodyIssue], RecordsSummary | None, tuple]:
-        """After a body decode: redact secrets unless ``show_secrets``, decode the consumer
-        protocol in group APIs and the record data in records fields. Returns
+        """After a body decode with ``plan``: redact secrets unless ``show_secrets``, decode
+        the consumer protocol in group APIs and the record data in records fields. Returns
         ``(issues, records summary, located records)``."""
         if api_key in REDACTED_APIS:
             redact_body(api_key, is_response, body, mechanism, self.show_secrets)
         issues = self.embedded.apply(api_key, is_response, body, request_body) \
             if api_key in GROUP_APIS else []
-        info = self.defs.apis[api_key]
-        plan = self.defs.plan(info.response if is_response else info.request, version)
         if not self.locator.has_records(plan):
             return issues, None, ()
         located = self.locator.find(plan, body)
         if not located:
             return issues, None, ()
         names = self.registry.names
-        located = [loc if loc.topic is not None or loc.topic_id not in names else
-                   replace(loc, resolved_topic=names[loc.topic_id]) for loc in located]
+        if names:
+            located = [loc if loc.topic is not None or loc.topic_id not in names else
+                       replace(loc, resolved_topic=names[loc.topic_id]) for loc in located]
         issues += decode_located(located, with_records=self.with_records,
                                  max_uncompressed_bytes=self.max_uncompressed_bytes,
                                  defs=self.defs, partial_is_issue=not is_response,

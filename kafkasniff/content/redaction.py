@@ -65,8 +65,9 @@ def reason(decoded: DecodedFrame, *, sasl_connection: bool = False, guessed: boo
     if body is not None and (REDACTED_BODY in body
                              or type(body.get("_raw_body")) is Redacted):
         return None     # already a marker (the raw rest of a secret-bearing API)
-    undecoded = decoded.raw_body is not None or not decoded.complete or \
-        any(i.kind in _UNDECODED for i in decoded.issues)
+    undecoded = decoded.raw_body is not None or not decoded.complete
+    if not undecoded and decoded.issues:
+        undecoded = any(i.kind in _UNDECODED for i in decoded.issues)
     if undecoded and (sasl_connection or (decoded.api_key >= 0 and is_secret_api(decoded.api_key))):
         return "undecoded body on a SASL connection" if sasl_connection else \
             "undecoded body of a SASL request or response"
