@@ -19,7 +19,8 @@ for each.
 Prints packets/s, MB/s, exchanges/s, peak memory and the ratio to tshark (``stats`` and
 ``export`` to ``-T fields``, ``read --json`` to ``-T json``): the ratio of the medians, and
 with several rounds the range of the ratios within each round (``[min-max]``). Results are
-also written as JSON (``--json-out``), each command's round times and ratios included. Timings are measured here, never asserted in tests.
+also written as JSON (``--json-out``), each command's round times and ratios included.
+Timings are measured here, never asserted in tests.
 
 Usage::
 

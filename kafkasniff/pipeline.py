@@ -419,13 +419,14 @@ class Pipeline:
             st.bytes["packet_headers"] += len(pkt.data) - len(seg.payload)
             events = self._reassembler.feed(seg)
             if not events:
-                out = []
+                out = events        # the reassembler's own fresh empty list: no new one
             elif len(events) == 1 and type(ev := events[0]) is StreamData and \
                     type(app := self.connections.get(ev.conn.conn_id)) is KafkaConnection:
                 # the common case, routed without _dispatch's loop: in-order bytes of a
-                # Kafka connection (most of them complete no frame and return nothing)
+                # Kafka connection (most of them complete no frame and return nothing;
+                # topic ids are learnt only while an exchange is made, which ``out`` holds)
                 out = app.on_data(ev.direction, ev.offset, ev.data, ev.ts_ns)
-                if out or self._learned:
+                if out:
                     out = self._account(out)
             else:
                 out = self._dispatch(events)

@@ -129,6 +129,22 @@ def test_every_captured_byte_is_decoded_or_skipped_with_a_reason():
         assert sum(ledger.values()) == total, (path.name, dict(ledger))
 
 
+def test_the_exchange_counters_count_every_exchange_returned():
+    """``stats.exchanges`` (by status) counts exactly the exchanges the pipeline returned,
+    on every committed, regression and public capture, whichever way a packet's records
+    were routed (one in-order data event straight to its connection, or the general
+    dispatch)."""
+    from collections import Counter
+
+    from kafkasniff.pipeline import analyze
+
+    for path in _capture_files():
+        pipe = Pipeline(PipelineOptions())
+        got = Counter(rec.status for rec in analyze([path], pipeline=pipe)
+                      if type(rec) is Exchange)
+        assert Counter(pipe.stats.exchanges) == got, path.name
+
+
 def test_a_connection_closed_by_the_packet_that_looks_for_idle_ones_stays_placed():
     # the packet that ends a connection is also where (once per second of capture time) the
     # pipeline looks for idle connections: first_seen_ns must still know the connection

@@ -10,7 +10,6 @@ version, marked ``assumed_version``.
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from kafkasniff.errors import DefinitionError
@@ -60,8 +59,6 @@ class BodyDecoder:
     def __init__(self, defs: Definitions) -> None:
         self.defs = defs
         self._described: set[tuple[int, int]] = set()  # (api_key, version) with a layout
-        # (api_key, version, is_response) -> strict decoder, to skip two look-ups per body
-        self._strict: dict[tuple[int, int, bool], Callable] = {}
 
     def strict_decoder(self, api_key: int, version: int, is_response: bool):
         """The compiled strict decoder ``fn(buf, pos) -> (dict, end)`` of the request or
@@ -70,15 +67,10 @@ class BodyDecoder:
 
         Raises DefinitionError if the definitions have no such api_key/version.
         """
-        key = (api_key, version, is_response)
-        fn = self._strict.get(key)
-        if fn is None:
-            info = self.defs.apis.get(api_key)
-            if info is None:
-                raise DefinitionError(f"unknown api_key {api_key}")
-            fn = self._strict[key] = self.defs.compiled(
-                info.response if is_response else info.request, version)
-        return fn
+        info = self.defs.apis.get(api_key)
+        if info is None:
+            raise DefinitionError(f"unknown api_key {api_key}")
+        return self.defs.compiled(info.response if is_response else info.request, version)
 
     def nearest_version(self, api_key: int, version: int) -> int | None:
         """The closest version the definitions describe (``None`` for an unknown api_key)."""

@@ -258,7 +258,8 @@ class TcpReassembler:
                    off=cython.longlong, hb=cython.longlong, limit=cython.longlong,
                    d=cython.Py_ssize_t, hist=list, st=_Conn)
     def feed(self, seg: TcpSegment) -> list[StreamEvent]:
-        """Process one segment; return the events it caused, in order.
+        """Process one segment; return the events it caused, in order, in a new list each
+        call (the caller may keep and extend it, empty or not).
 
         Events may concern several connections (an eviction, a port reuse closes the old
         connection before the new one's events).

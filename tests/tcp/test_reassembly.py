@@ -697,3 +697,13 @@ def test_a_closed_connection_is_freed_without_the_garbage_collector(how, collect
         s.feed(r, a2b(90000, flags=SYN, ts=10))
     assert s.closed == {0: how}
     assert _state_objects() == before + (3 if how == "port_reuse" else 0)
+
+
+def test_feed_returns_a_new_list_each_call():
+    """The pipeline hands an empty result on as its own (and may extend it): an empty
+    result shared between calls would carry one packet's records into the next."""
+    r, s = TcpReassembler(), Streams()
+    handshake(r, s)
+    first = r.feed(a2b(1001, ack=5001, ts=3))
+    second = r.feed(a2b(1001, ack=5001, ts=4))
+    assert first == [] and second == [] and first is not second
