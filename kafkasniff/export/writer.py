@@ -20,15 +20,16 @@ find its schema), except ``records`` when it was not asked for.
 
 from __future__ import annotations
 
-import base64
 import dataclasses
 import json
 import os
+from binascii import b2a_base64
 from collections import OrderedDict
 from itertools import islice
 from pathlib import Path
 from typing import Callable, Iterable
 
+import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -61,19 +62,39 @@ def _iso_us(us: int) -> str:
 
 
 def _b64(b) -> str:
-    return base64.b64encode(b).decode("ascii")
+    return b2a_base64(b, newline=False).decode("ascii")
+
+
+def _float_fragment(v) -> orjson.Fragment:
+    """A float as the standard library writes it (``1e-07``, ``NaN``, ``Infinity``)."""
+    return orjson.Fragment(_std_float(v))
+
+
+_std_float = json.JSONEncoder(allow_nan=True).encode
 
 
 def _jsonl_encoder(schema: pa.Schema) -> Callable[[dict], str]:
     """Row -> one JSON line: timestamps as ISO 8601 UTC with microseconds, binary as base64
-    (what Spark's JSON reader expects for TIMESTAMP and BINARY), every column present."""
+    (what Spark's JSON reader expects for TIMESTAMP and BINARY), every column present, in
+    the schema's order.
+
+    The line is the standard library's ``json`` with ``ensure_ascii=False`` and compact
+    separators, written by orjson (3-4x faster): ``double`` columns are handed to orjson as
+    the standard library's text (``orjson.Fragment``), since orjson writes ``1e-7`` for
+    ``1e-07`` and ``null`` for ``NaN``. A row orjson refuses (an int beyond 64 bits, a lone
+    surrogate) is written by the standard library. Raises ``TypeError`` for a value neither
+    can encode.
+    """
     conv = []
+    floats = []
     for f in schema:
         t = f.type
         if t == TIMESTAMP:
             conv.append((f.name, _iso_us))
         elif t == pa.binary():
             conv.append((f.name, _b64))
+        elif t == pa.float64():
+            floats.append(f.name)
         elif pa.types.is_list(t) and pa.types.is_struct(t.value_type):
             bins = [c.name for c in t.value_type if c.type == pa.binary()]
             if bins:
@@ -82,16 +103,32 @@ def _jsonl_encoder(schema: pa.Schema) -> Callable[[dict], str]:
                              for k, v in it.items()} for it in items]
                 conv.append((f.name, headers))
     names = schema.names
+    template = dict.fromkeys(names)
+    width = len(names)
     # one encoder: json.dumps with any keyword builds a new JSONEncoder per call
-    dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+    std = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+    dumps = orjson.dumps
 
     def encode(row: dict) -> str:
-        out = {n: row.get(n) for n in names}
+        out = template.copy()
+        out.update(row)
+        if len(out) != width:           # a key the schema does not have: left out
+            out = {n: row.get(n) for n in names}
         for name, fn in conv:
             v = out[name]
             if v is not None:
                 out[name] = fn(v)
-        return dumps(out)
+        line = out
+        if floats:
+            line = out.copy()
+            for name in floats:
+                v = line[name]
+                if v is not None:
+                    line[name] = _float_fragment(v)
+        try:
+            return dumps(line).decode()
+        except TypeError:               # orjson.JSONEncodeError: the standard library decides
+            return std(out)
     return encode
 
 
