@@ -28,6 +28,7 @@ COMPILED = [
     "kafkasniff.capture.pcapfile",
     "kafkasniff.tcp.reassembly",
     "kafkasniff.protocol.framing",
+    "kafkasniff.protocol.recordloop",
 ]
 
 #: Cython directives: Python semantics everywhere except where a .pxd declares C types

@@ -68,7 +68,8 @@ from kafkasniff.protocol.compression import (
     codec_name,
     decompress,
 )
-from kafkasniff.protocol.primitives import read_varint
+from kafkasniff.protocol.recordloop import Bad as _Bad
+from kafkasniff.protocol.recordloop import v2_records
 
 __all__ = ["Record", "Batch", "RecordIssue", "RecordSet", "decode_records",
            "CONTROL_TYPE_NAMES", "V2_HEADER_BYTES"]
@@ -85,7 +86,6 @@ _V2_MIN_LENGTH = V2_HEADER_BYTES - 12  # batchLength counts from partitionLeader
 _LEGACY_HEADER_BYTES = {0: 18, 1: 26}  # offset..attributes (+ timestamp for magic 1)
 _LEGACY_MIN_SIZE = {0: 14, 1: 22}  # message_size: crc..attributes (+timestamp) + 2 lengths
 _MAX_LEGACY_DEPTH = 3  # nested compressed wrappers (Kafka writes one level)
-_INT32_MIN, _INT32_MAX = -(2 ** 31), 2 ** 31 - 1
 _V2_MIN_RECORD_BYTES = 7  # length, attributes, timestampDelta, offsetDelta, key, value, headers
 
 CONTROL_TYPE_NAMES = {0: "ABORT", 1: "COMMIT", 2: "LEADER_CHANGE", 3: "SNAPSHOT_HEADER",
@@ -274,15 +274,6 @@ def _new_batch(*args) -> Batch:
     b = _BatchBuilder(*args)
     b.__class__ = Batch
     return b
-
-
-class _Bad(Exception):
-    """Internal: a record section departs from the format (message, position)."""
-
-    def __init__(self, message: str, pos: int) -> None:
-        super().__init__(message)
-        self.message = message
-        self.pos = pos
 
 
 def decode_records(data: bytes, *, with_records: bool = False, verify_crc: bool = True,
@@ -514,201 +505,13 @@ def _v2_batch(data: bytes, mv: memoryview, pos: int, end: int, ctx: _Ctx) -> Bat
                       tuple(issues))
 
 
-def _slow_varint(buf, pos: int, i: int, what: str, bits: int = 32) -> tuple[int, int]:
-    """A zig-zag varint of 3+ bytes (the record loop inlines 1 and 2 bytes); must fit a
-    signed ``bits``-bit integer. Raises _Bad."""
-    try:
-        value, end = read_varint(buf, pos)
-    except ValueError:
-        raise _Bad(f"record {i}: {what}: varint longer than 10 bytes", pos) from None
-    if bits == 32 and (value < _INT32_MIN or value > _INT32_MAX):
-        raise _Bad(f"record {i}: {what}: varint {value} overflows int32", pos)
-    return value, end
-
-
-# The record loop below inlines zig-zag varint decoding: for one byte ``b < 0x80`` the raw
-# value is ``b``; for two bytes (``c = next byte < 0x80``) it is ``(b & 0x7f) | c << 7``;
-# then ``(raw >> 1) ^ -(raw & 1)``. Longer ones (rare: large deltas) call _slow_varint.
-
-def _v2_records(buf, pos: int, end: int, count: int, base_offset: int, base_ts: int,
-                lat_ts: int | None):
-    """Yield the ``count`` records of ``buf[pos:end]``.
-
-    Raises _Bad at the first departure (the records before it were yielded). The loop runs
-    at most ``(end - pos) / 7`` times (a record takes at least 7 bytes).
-    """
-    if count < 0:
-        raise _Bad(f"negative record count {count}", pos)
-    builder = _RecordBuilder
-    record_cls = Record
-    no_headers = _NO_HEADERS
-    slow = _slow_varint
-    i = 0
-    try:
-        while i < count:
-            if pos >= end:
-                raise _Bad(f"record {i}: the records section ends after {i} of {count} "
-                           f"records", pos)
-            # length
-            b = buf[pos]
-            if b < 0x80:
-                length = (b >> 1) ^ -(b & 1)
-                pos += 1
-            else:
-                c = buf[pos + 1]
-                if c < 0x80:
-                    b = (b & 0x7F) | c << 7
-                    length = (b >> 1) ^ -(b & 1)
-                    pos += 2
-                else:
-                    length, pos = slow(buf, pos, i, "length")
-            rend = pos + length
-            if length < 6 or rend > end:
-                raise _Bad(f"record {i}: length {length} does not fit the {end - pos} bytes "
-                           f"left (minimum 6)", pos)
-            attributes = buf[pos]
-            # timestampDelta (varlong)
-            b = buf[pos + 1]
-            if b < 0x80:
-                ts_delta = (b >> 1) ^ -(b & 1)
-                pos += 2
-            else:
-                c = buf[pos + 2]
-                if c < 0x80:
-                    b = (b & 0x7F) | c << 7
-                    ts_delta = (b >> 1) ^ -(b & 1)
-                    pos += 3
-                else:
-                    ts_delta, pos = slow(buf, pos + 1, i, "timestampDelta", 64)
-            # offsetDelta
-            b = buf[pos]
-            if b < 0x80:
-                offset_delta = (b >> 1) ^ -(b & 1)
-                pos += 1
-            else:
-                c = buf[pos + 1]
-                if c < 0x80:
-                    b = (b & 0x7F) | c << 7
-                    offset_delta = (b >> 1) ^ -(b & 1)
-                    pos += 2
-                else:
-                    offset_delta, pos = slow(buf, pos, i, "offsetDelta")
-            # key
-            b = buf[pos]
-            if b < 0x80:
-                n = (b >> 1) ^ -(b & 1)
-                pos += 1
-            else:
-                c = buf[pos + 1]
-                if c < 0x80:
-                    b = (b & 0x7F) | c << 7
-                    n = (b >> 1) ^ -(b & 1)
-                    pos += 2
-                else:
-                    n, pos = slow(buf, pos, i, "key length")
-            if n < 0:
-                if n != -1:
-                    raise _Bad(f"record {i}: key length {n}", pos)
-                key = None
-            else:
-                if pos + n > rend:
-                    raise _Bad(f"record {i}: key length {n} runs past the end of the "
-                               f"record ({rend - pos} bytes left)", pos)
-                key = buf[pos:pos + n]
-                pos += n
-            # value
-            b = buf[pos]
-            if b < 0x80:
-                n = (b >> 1) ^ -(b & 1)
-                pos += 1
-            else:
-                c = buf[pos + 1]
-                if c < 0x80:
-                    b = (b & 0x7F) | c << 7
-                    n = (b >> 1) ^ -(b & 1)
-                    pos += 2
-                else:
-                    n, pos = slow(buf, pos, i, "value length")
-            if n < 0:
-                if n != -1:
-                    raise _Bad(f"record {i}: value length {n}", pos)
-                value = None
-            else:
-                if pos + n > rend:
-                    raise _Bad(f"record {i}: value length {n} runs past the end of the "
-                               f"record ({rend - pos} bytes left)", pos)
-                value = buf[pos:pos + n]
-                pos += n
-            # headers
-            b = buf[pos]
-            if b == 0:
-                headers = no_headers
-                pos += 1
-            else:
-                if b < 0x80:
-                    hcount = (b >> 1) ^ -(b & 1)
-                    pos += 1
-                else:
-                    hcount, pos = slow(buf, pos, i, "header count")
-                if hcount < 0 or hcount > (rend - pos) >> 1:
-                    raise _Bad(f"record {i}: header count {hcount} does not fit the "
-                               f"{rend - pos} bytes left", pos)
-                hs = []
-                for _ in range(hcount):
-                    b = buf[pos]
-                    if b < 0x80:
-                        n = (b >> 1) ^ -(b & 1)
-                        pos += 1
-                    else:
-                        n, pos = slow(buf, pos, i, "header key length")
-                    if n < 0 or pos + n > rend:
-                        raise _Bad(f"record {i}: header key length {n} does not fit the "
-                                   f"{rend - pos} bytes left", pos)
-                    hkey = buf[pos:pos + n].decode("utf-8", "backslashreplace")
-                    pos += n
-                    b = buf[pos]
-                    if b < 0x80:
-                        n = (b >> 1) ^ -(b & 1)
-                        pos += 1
-                    else:
-                        c = buf[pos + 1]
-                        if c < 0x80:
-                            b = (b & 0x7F) | c << 7
-                            n = (b >> 1) ^ -(b & 1)
-                            pos += 2
-                        else:
-                            n, pos = slow(buf, pos, i, "header value length")
-                    if n < 0:
-                        if n != -1:
-                            raise _Bad(f"record {i}: header value length {n}", pos)
-                        hs.append((hkey, None))
-                    else:
-                        if pos + n > rend:
-                            raise _Bad(f"record {i}: header value length {n} runs past the "
-                                       f"end of the record ({rend - pos} bytes left)", pos)
-                        hs.append((hkey, buf[pos:pos + n]))
-                        pos += n
-                headers = tuple(hs)
-            if pos != rend:
-                raise _Bad(f"record {i}: fields end at byte {pos}, the record length says "
-                           f"{rend}", pos)
-            r = builder(base_offset + offset_delta,
-                        base_ts + ts_delta if lat_ts is None else lat_ts, key, value, headers,
-                        attributes if attributes < 128 else attributes - 256)
-            r.__class__ = record_cls
-            yield r
-            i += 1
-    except IndexError:
-        raise _Bad(f"record {i}: the records section ends inside the record", end) from None
-    if pos != end:
-        raise _Bad(f"{end - pos} bytes after the {count} records", pos)
-
-
 def _v2_stream(buf, pos: int, end: int, count: int, base_offset: int, base_ts: int,
                lat_ts: int | None, defs, problems: list | None = None):
-    """The records of a batch (:func:`_v2_records`); with ``defs`` control records are
-    described, and ``(offset, problem)`` of those that do not decode go to ``problems``."""
-    records = _v2_records(buf, pos, end, count, base_offset, base_ts, lat_ts)
+    """The records of a batch (:func:`~kafkasniff.protocol.recordloop.v2_records`); with
+    ``defs`` control records are described, and ``(offset, problem)`` of those that do not
+    decode go to ``problems``."""
+    records = v2_records(buf, pos, end, count, base_offset, base_ts, lat_ts, _RecordBuilder,
+                         Record)
     if defs is None:
         return records
     return _controls(defs, records, problems)
