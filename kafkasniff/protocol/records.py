@@ -520,7 +520,10 @@ def _v2_stream(buf, pos: int, end: int, count: int, base_offset: int, base_ts: i
 def _controls(defs, records, problems: list | None):
     # a real control batch holds one record; a crafted one may repeat the same record a
     # million times: each distinct (key, value) is decoded once (the description is shared)
+    # each record is new (the record loop makes one per yield, never shared): its control
+    # slot is set in place through the slot's descriptor, not copied into another Record
     seen: dict = {}
+    set_control = _SET_CONTROL
     for r in records:
         kv = (r.key, r.value)
         got = seen.get(kv)
@@ -531,7 +534,11 @@ def _controls(defs, records, problems: list | None):
         control, problem = got
         if problem and problems is not None:
             problems.append((r.offset, problem))
-        yield Record(r.offset, r.timestamp_ms, r.key, r.value, r.headers, r.attributes, control)
+        set_control(r, control)
+        yield r
+
+
+_SET_CONTROL = Record.__dict__["control"].__set__
 
 
 _LZ4_HC_DEPARTURE = ("{where}: LZ4 frame header checksum computed over the wrong bytes, as "
