@@ -4,8 +4,9 @@
 Compiled by Cython when the package is installed (docs/compiled.md): ``@cython.locals``
 types the loop's positions, lengths and bytes as C integers and the section as ``bytes``,
 and the ``.pxd`` beside this file sets a record's slots in C; the same file runs as plain
-Python, with the same records and the same errors, when nothing was compiled. :mod:`kafkasniff.protocol.records` holds the record format, the
-batch headers and everything around this loop.
+Python, with the same records and the same errors, when nothing was compiled.
+:mod:`kafkasniff.protocol.records` holds the record format, the batch headers and everything
+around this loop.
 """
 
 from __future__ import annotations
@@ -222,7 +223,7 @@ def v2_records(buf, pos: int, end: int, count: int, base_offset: int, base_ts: i
                            f"{rend}", pos)
             if cython.compiled:     # the slots set in C (recordloop.pxd)
                 r = _new(record_cls)
-                _set_record(r, base_offset + offset_delta,
+                _set_record(r, base_offset + offset_delta,  # noqa: F821 - in the .pxd
                             base_ts + ts_delta if lat_ts is None else lat_ts, key, value,
                             headers, attributes if attributes < 128 else attributes - 256)
             else:
