@@ -65,12 +65,8 @@ def _b64(b) -> str:
     return b2a_base64(b, newline=False).decode("ascii")
 
 
-def _float_fragment(v) -> orjson.Fragment:
-    """A float as the standard library writes it (``1e-07``, ``NaN``, ``Infinity``)."""
-    return orjson.Fragment(_std_float(v))
-
-
-_std_float = json.JSONEncoder(allow_nan=True).encode
+#: a float as the standard library writes it (``1e-07``, ``NaN``, ``Infinity``)
+_float_text = json.JSONEncoder().encode
 
 
 def _jsonl_encoder(schema: pa.Schema) -> Callable[[dict], str]:
@@ -108,6 +104,7 @@ def _jsonl_encoder(schema: pa.Schema) -> Callable[[dict], str]:
     # one encoder: json.dumps with any keyword builds a new JSONEncoder per call
     std = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
     dumps = orjson.dumps
+    fragment = orjson.Fragment
 
     def encode(row: dict) -> str:
         out = template.copy()
@@ -118,16 +115,15 @@ def _jsonl_encoder(schema: pa.Schema) -> Callable[[dict], str]:
             v = out[name]
             if v is not None:
                 out[name] = fn(v)
-        line = out
-        if floats:
-            line = out.copy()
-            for name in floats:
-                v = line[name]
-                if v is not None:
-                    line[name] = _float_fragment(v)
+        for name in floats:
+            v = out[name]
+            if v is not None:
+                out[name] = fragment(_float_text(v))
         try:
-            return dumps(line).decode()
+            return dumps(out).decode()
         except TypeError:               # orjson.JSONEncodeError: the standard library decides
+            for name in floats:         # with the floats themselves
+                out[name] = row.get(name)
             return std(out)
     return encode
 

@@ -77,7 +77,7 @@ def v2_records(buf, pos: int, end: int, count: int, base_offset: int, base_ts: i
         while i < count:
             if pos >= end:
                 raise Bad(f"record {i}: the records section ends after {i} of {count} "
-                           f"records", pos)
+                          f"records", pos)
             # length
             b = data[pos]
             if b < 0x80:
@@ -94,7 +94,7 @@ def v2_records(buf, pos: int, end: int, count: int, base_offset: int, base_ts: i
             rend = pos + length
             if length < 6 or rend > end:
                 raise Bad(f"record {i}: length {length} does not fit the {end - pos} bytes "
-                           f"left (minimum 6)", pos)
+                          f"left (minimum 6)", pos)
             attributes = data[pos]
             # timestampDelta (varlong)
             b = data[pos + 1]
@@ -142,7 +142,7 @@ def v2_records(buf, pos: int, end: int, count: int, base_offset: int, base_ts: i
             else:
                 if pos + n > rend:
                     raise Bad(f"record {i}: key length {n} runs past the end of the "
-                               f"record ({rend - pos} bytes left)", pos)
+                              f"record ({rend - pos} bytes left)", pos)
                 key = data[pos:pos + n]
                 pos += n
             # value
@@ -165,7 +165,7 @@ def v2_records(buf, pos: int, end: int, count: int, base_offset: int, base_ts: i
             else:
                 if pos + n > rend:
                     raise Bad(f"record {i}: value length {n} runs past the end of the "
-                               f"record ({rend - pos} bytes left)", pos)
+                              f"record ({rend - pos} bytes left)", pos)
                 value = data[pos:pos + n]
                 pos += n
             # headers
@@ -181,7 +181,7 @@ def v2_records(buf, pos: int, end: int, count: int, base_offset: int, base_ts: i
                     hcount, pos = slow(data, pos, i, "header count")
                 if hcount < 0 or hcount > (rend - pos) >> 1:
                     raise Bad(f"record {i}: header count {hcount} does not fit the "
-                               f"{rend - pos} bytes left", pos)
+                              f"{rend - pos} bytes left", pos)
                 hs = []
                 for _ in range(hcount):
                     b = data[pos]
@@ -192,7 +192,7 @@ def v2_records(buf, pos: int, end: int, count: int, base_offset: int, base_ts: i
                         n, pos = slow(data, pos, i, "header key length")
                     if n < 0 or pos + n > rend:
                         raise Bad(f"record {i}: header key length {n} does not fit the "
-                                   f"{rend - pos} bytes left", pos)
+                                  f"{rend - pos} bytes left", pos)
                     hkey = data[pos:pos + n].decode("utf-8", "backslashreplace")
                     pos += n
                     b = data[pos]
@@ -214,13 +214,13 @@ def v2_records(buf, pos: int, end: int, count: int, base_offset: int, base_ts: i
                     else:
                         if pos + n > rend:
                             raise Bad(f"record {i}: header value length {n} runs past the "
-                                       f"end of the record ({rend - pos} bytes left)", pos)
+                                      f"end of the record ({rend - pos} bytes left)", pos)
                         hs.append((hkey, data[pos:pos + n]))
                         pos += n
                 headers = tuple(hs)
             if pos != rend:
                 raise Bad(f"record {i}: fields end at byte {pos}, the record length says "
-                           f"{rend}", pos)
+                          f"{rend}", pos)
             if cython.compiled:     # the slots set in C (recordloop.pxd)
                 r = _new(record_cls)
                 _set_record(r, base_offset + offset_delta,  # noqa: F821 - in the .pxd
