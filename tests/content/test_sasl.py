@@ -296,7 +296,7 @@ def test_oauthbearer_server_error_and_ack():
     f"n,,\x01auth=Bearer {JWT}\x01".encode(),          # not terminated by 0x01 0x01
     b"n,,\x01host=x\x01\x01",                          # no auth
     f"n,,\x01auth=Bearer{JWT}\x01\x01".encode(),       # no space
-])
+], ids=["no-framing", "not-terminated", "no-auth", "no-space"])   # JWT is signed afresh
 def test_oauthbearer_malformed_is_all_redacted(token):
     d = parse_token("OAUTHBEARER", token, True)
     assert d["message"] == "opaque"
