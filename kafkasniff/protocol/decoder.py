@@ -10,6 +10,7 @@ version, marked ``assumed_version``.
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from kafkasniff.errors import DefinitionError
@@ -59,6 +60,10 @@ class BodyDecoder:
     def __init__(self, defs: Definitions) -> None:
         self.defs = defs
         self._described: set[tuple[int, int]] = set()  # (api_key, version) with a layout
+        # (api_key, version, is_response) -> strict decoder, for the versions the definitions
+        # describe (no assumed version, no ApiVersions error answer to try first): a frame
+        # of one goes straight to its decoder
+        self._direct: dict[tuple[int, int, bool], Callable] = {}
 
     def strict_decoder(self, api_key: int, version: int, is_response: bool):
         """The compiled strict decoder ``fn(buf, pos) -> (dict, end)`` of the request or
@@ -93,6 +98,9 @@ class BodyDecoder:
         ``unknown_api_key``, ``unsupported_version``, ``body_decode_error``,
         ``trailing_bytes``, ``spec_departure``).
         """
+        fn = self._direct.get((api_key, version, is_response))
+        if fn is not None:
+            return self._run(fn, api_key, version, is_response, payload, offset)
         info = self.defs.apis.get(api_key)
         if info is None:
             return BodyResult(None, False, [BodyIssue(
@@ -147,6 +155,15 @@ class BodyDecoder:
     def _decode_layout(self, api_key: int, version: int, is_response: bool, payload: bytes,
                        offset: int) -> BodyResult:
         fn = self.strict_decoder(api_key, version, is_response)
+        if (api_key, version) in self._described and \
+                not (is_response and api_key == API_VERSIONS and version > 0):
+            self._direct[(api_key, version, is_response)] = fn
+        return self._run(fn, api_key, version, is_response, payload, offset)
+
+    def _run(self, fn: Callable, api_key: int, version: int, is_response: bool,
+             payload: bytes, offset: int) -> BodyResult:
+        """The body decoded by the strict decoder ``fn`` of its layout, or by the lenient one
+        where ``fn`` rejects it."""
         try:
             value, end = fn(payload, offset)
         except STRICT_ERRORS:
