@@ -8,7 +8,8 @@ declarative configuration cannot say (docs/compiled.md):
   ``KAFKASNIFF_NO_COMPILE=1`` skips compiling; ``KAFKASNIFF_PURE_PYTHON=1`` at run time
   ignores extension modules that are installed.
 * the wheel's ``kafkasniff/dissectors``: a copy of the repository's ``dissectors/`` (an
-  editable install reads ``dissectors/`` in place).
+  editable install reads ``dissectors/`` in place, and byte-compiles the decoders generated
+  ahead of time, ``kafkasniff/protocol/prebuilt``).
 """
 
 from __future__ import annotations
@@ -90,7 +91,15 @@ class BuildPyWithDissectors(build_py):
     def run(self) -> None:
         super().run()
         if getattr(self, "editable_mode", False):
-            return   # the package finds dissectors/ next to it (kafkasniff/protocol/schema.py)
+            # the package finds dissectors/ next to it (kafkasniff/protocol/schema.py); the
+            # decoders generated ahead of time get their byte code now, which Python would
+            # otherwise not write where PYTHONDONTWRITEBYTECODE is set (a wheel's installer
+            # compiles every module anyway)
+            import compileall
+
+            compileall.compile_dir(os.path.join(HERE, "kafkasniff", "protocol", "prebuilt"),
+                                   quiet=1)
+            return
         src = os.path.join(HERE, "dissectors")
         dst = os.path.join(self.build_lib, "kafkasniff", "dissectors")
         if os.path.isdir(src):

@@ -30,12 +30,18 @@ def definitions_group() -> None:
 @click.option("--api-keys", "api_keys_file", default=None, type=click.Path(dir_okay=False),
               help="Also write the API-key constants module here "
                    "(kafkasniff/protocol/apis.py).")
-def definitions_generate(specs, dropped, errors_file, manifest_file, output, api_keys_file):
+@click.option("--decoders", "decoders_dir", default=None, type=click.Path(file_okay=False),
+              help="Also write the decoders generated ahead of time here "
+                   "(kafkasniff/protocol/prebuilt; docs/definitions.md).")
+def definitions_generate(specs, dropped, errors_file, manifest_file, output, api_keys_file,
+                         decoders_dir):
     """Regenerate the normalized definitions from Kafka's JSON specs."""
     from pathlib import Path
 
     from kafkasniff.generator.api_keys import write_api_keys
+    from kafkasniff.generator.decoders import write_decoders
     from kafkasniff.generator.specs import generate
+    from kafkasniff.protocol.schema import Definitions
 
     try:
         written = generate(Path(specs), Path(output), dropped_dir=Path(dropped) if dropped else None,
@@ -43,6 +49,8 @@ def definitions_generate(specs, dropped, errors_file, manifest_file, output, api
                            manifest_file=Path(manifest_file) if manifest_file else None)
         if api_keys_file:
             written.append(write_api_keys(Path(output) / "index.json", Path(api_keys_file)))
+        if decoders_dir:
+            written += write_decoders(Definitions(output, prebuilt=False), Path(decoders_dir))
     except KafkaSniffError as exc:
         fail(str(exc))
     click.echo(f"wrote {len(written)} files to {output}")

@@ -312,7 +312,7 @@ class ContentDecoder:
                 for v in self.defs.message_versions(info.response):
                     hv = response_header_version(self.defs, key, v)
                     fn = self.decoder.strict_decoder(key, v, True)
-                    entry = by_layout.setdefault((hv, fn._source), (hv, fn, []))
+                    entry = by_layout.setdefault((hv, fn._layout), (hv, fn, []))
                     entry[2].append((key, v))
             self._candidates = list(by_layout.values())
         return self._candidates

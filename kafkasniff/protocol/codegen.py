@@ -17,7 +17,9 @@ present on the wire; unknown tagged fields are kept raw under ``_unknown_tagged_
 
 from __future__ import annotations
 
+import hashlib
 import struct
+from dataclasses import dataclass
 from typing import Callable
 
 from kafkasniff.errors import DefinitionError
@@ -37,7 +39,7 @@ StrictDecoder = Callable[[bytes, int], tuple[dict, int]]
 class _Gen:
     def __init__(self) -> None:
         self.lines: list[str] = []
-        self.consts: dict[str, object] = {}
+        self.consts: dict[str, str] = {}      # unpacker name -> struct format
         self.struct_funcs: dict[int, str] = {}
         self.pending: list[tuple[str, StructPlan]] = []
         self.counter = 0
@@ -49,7 +51,7 @@ class _Gen:
     def unpacker(self, fmt: str) -> str:
         key = "_S_" + "".join(c if c.isalnum() else "_" for c in fmt)
         if key not in self.consts:
-            self.consts[key] = struct.Struct(">" + fmt).unpack_from
+            self.consts[key] = ">" + fmt
         return key
 
     def func_for(self, plan: StructPlan) -> str:
@@ -245,13 +247,36 @@ def _emit_struct(g: _Gen, fname: str, plan: StructPlan) -> list[str]:
     return out
 
 
-def compile_plan(plan: StructPlan) -> StrictDecoder:
-    """Compile ``plan`` into ``decode(buf, pos) -> (dict, end_pos)``.
+@dataclass(frozen=True, slots=True)
+class DecoderSource:
+    """The generated source of one plan's strict decoder (see :func:`decoder_source`).
 
-    The returned function raises ``IndexError``, ``struct.error``, ``UnicodeDecodeError``,
-    ``ValueError`` or :class:`StrictDecodeFailure` on any departure from the layout; it never
-    loops more than the buffer allows (array counts are bounded by the bytes left).
-    Raises DefinitionError (at compile time) for a field kind it does not know.
+    Attributes:
+        text: the functions, one per struct of the plan, at the left margin.
+        top: the name of the function decoding the whole plan.
+        unpackers: ``{name: struct format}`` of the precompiled unpackers the text calls
+            (``name = struct.Struct(format).unpack_from``).
+        layout: a digest of ``text`` and ``unpackers``: two plans with the same one decode
+            the same bytes the same way.
+    """
+
+    text: str
+    top: str
+    unpackers: dict[str, str]
+    layout: str
+
+
+#: the names generated code uses besides its own functions and unpackers (what
+#: :func:`compile_plan` and the decoder modules generated ahead of time bind them to)
+RUNTIME_NAMES = {"_uvarint": read_uvarint, "_uuid": uuid_to_str, "_Records": RawRecords,
+                 "_Fail": StrictDecodeFailure, "_unpack": struct.unpack_from}
+
+
+def decoder_source(plan: StructPlan) -> DecoderSource:
+    """The source of ``plan``'s strict decoder (what :func:`compile_plan` compiles; the
+    decoders generated ahead of time, :mod:`kafkasniff.protocol.prebuilt`, hold the same).
+
+    Raises DefinitionError for a field kind it does not know.
     """
     g = _Gen()
     top = g.func_for(plan)
@@ -260,14 +285,30 @@ def compile_plan(plan: StructPlan) -> StrictDecoder:
         fname, p = g.pending.pop()
         src.extend(_emit_struct(g, fname, p))
         src.append("")
-    namespace: dict[str, object] = {
-        "_uvarint": read_uvarint, "_uuid": uuid_to_str, "_Records": RawRecords,
-        "_Fail": StrictDecodeFailure, "_unpack": struct.unpack_from,
-    }
-    namespace.update(g.consts)
-    code = compile("\n".join(src), f"<kafkasniff decoder {plan.name}>", "exec")
+    text = "\n".join(src)
+    digest = hashlib.sha256(text.encode())
+    for name, fmt in sorted(g.consts.items()):
+        digest.update(f"\n{name}={fmt}".encode())
+    return DecoderSource(text, top, dict(g.consts), digest.hexdigest()[:32])
+
+
+def compile_plan(plan: StructPlan) -> StrictDecoder:
+    """Compile ``plan`` into ``decode(buf, pos) -> (dict, end_pos)``.
+
+    The returned function raises ``IndexError``, ``struct.error``, ``UnicodeDecodeError``,
+    ``ValueError`` or :class:`StrictDecodeFailure` on any departure from the layout; it never
+    loops more than the buffer allows (array counts are bounded by the bytes left). Its
+    ``_layout`` attribute is :attr:`DecoderSource.layout`.
+    Raises DefinitionError (at compile time) for a field kind it does not know.
+    """
+    source = decoder_source(plan)
+    namespace: dict[str, object] = dict(RUNTIME_NAMES)
+    for name, fmt in source.unpackers.items():
+        namespace[name] = struct.Struct(fmt).unpack_from
+    code = compile(source.text, f"<kafkasniff decoder {plan.name}>", "exec")
     exec(code, namespace)  # noqa: S102 - source generated from our own definitions
-    fn = namespace[top]
+    fn = namespace[source.top]
     fn.__doc__ = f"Strict decoder for {plan.name} (generated)."
-    fn._source = "\n".join(src)  # type: ignore[attr-defined]
+    fn._source = source.text  # type: ignore[attr-defined]
+    fn._layout = source.layout  # type: ignore[attr-defined]
     return fn  # type: ignore[return-value]

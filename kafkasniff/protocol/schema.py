@@ -12,6 +12,7 @@ the copy installed inside the package (``kafkasniff/dissectors``), the repositor
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from dataclasses import dataclass
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Callable
 
 from kafkasniff.errors import DefinitionError
+from kafkasniff.protocol import prebuilt
 from kafkasniff.protocol.codegen import compile_plan
 from kafkasniff.protocol.plans import FieldPlan, StructPlan
 
@@ -91,14 +93,17 @@ class Definitions:
 
     Attributes:
         directory: where the JSON files are.
+        prebuilt: use the decoders generated ahead of time while they are current
+            (:mod:`kafkasniff.protocol.prebuilt`); False compiles every one at run time.
         apis: ``{api_key: ApiInfo}``.
         errors: ``{code: ErrorInfo}``.
 
     Raises DefinitionError when the directory or its index is missing or malformed.
     """
 
-    def __init__(self, directory: Path | str | None = None) -> None:
+    def __init__(self, directory: Path | str | None = None, *, prebuilt: bool = True) -> None:
         self.directory = Path(directory) if directory is not None else default_directory()
+        self.prebuilt = prebuilt
         index_path = self.directory / "index.json"
         try:
             index = json.loads(index_path.read_text(encoding="utf-8"))
@@ -124,6 +129,7 @@ class Definitions:
             except (OSError, ValueError, LookupError, TypeError) as exc:
                 raise DefinitionError(f"{errors_path}: cannot read error codes: {exc!r}") from exc
         self._messages: dict[str, dict] = {}
+        self._sha256: dict[str, str] = {}
         self._plans: dict[tuple[str, str, int], StructPlan] = {}
         self._compiled: dict[tuple[str, int], Callable] = {}
         self._versions: dict[str, list[int]] = {}
@@ -134,11 +140,19 @@ class Definitions:
         if m is None:
             path = self.directory / f"{name}.json"
             try:
-                m = json.loads(path.read_text(encoding="utf-8"))
+                data = path.read_bytes()
+                m = json.loads(data.decode("utf-8"))
             except (OSError, ValueError) as exc:
                 raise DefinitionError(f"{path}: cannot read definition: {exc}") from exc
             self._messages[name] = m
+            self._sha256[name] = hashlib.sha256(data).hexdigest()
         return m
+
+    def message_sha256(self, name: str) -> str:
+        """SHA-256 (hex) of the definition file of message ``name``, as read by
+        :meth:`message` (raises as it does)."""
+        self.message(name)
+        return self._sha256[name]
 
     def error_name(self, code: int) -> str:
         """Kafka's name for an error code, or ``UNKNOWN_ERROR_CODE_<n>``."""
@@ -187,13 +201,19 @@ class Definitions:
     def compiled(self, name: str, version: int) -> Callable:
         """The compiled strict decoder of message ``name`` at ``version`` (cached here):
         ``fn(buf, pos) -> (value dict, end)``; it raises one of
-        :data:`kafkasniff.protocol.decoder.STRICT_ERRORS` on bytes that do not fit.
+        :data:`kafkasniff.protocol.decoder.STRICT_ERRORS` on bytes that do not fit. It is
+        the one generated ahead of time (:mod:`kafkasniff.protocol.prebuilt`) while that is
+        current for these definitions, else compiled now (:func:`.codegen.compile_plan`).
 
         Raises DefinitionError if no layout describes that version.
         """
         fn = self._compiled.get((name, version))
         if fn is None:
-            fn = self._compiled[(name, version)] = compile_plan(self.plan(name, version))
+            fn = prebuilt.decoder(name, version, self.message_sha256(name)) \
+                if self.prebuilt else None
+            if fn is None:
+                fn = compile_plan(self.plan(name, version))
+            self._compiled[(name, version)] = fn
         return fn
 
     def _struct_plan(self, lay: dict, message: str, name: str, fields: list[dict], version: int,
