@@ -66,6 +66,10 @@ class BrokerCapture:
     connections: dict[str, ConnectionSummary]
 
 
+#: seconds between the end of a scenario and the time after which logged requests are left out
+SETTLE_S = 0.3
+
+
 def capture_scenario(broker: KafkaBroker | KafkaCluster, port: int | list[int], pcap: Path,
                      scenario: Callable[[], object], *,
                      with_records: bool = False) -> tuple[BrokerCapture, object]:
@@ -83,6 +87,10 @@ def capture_scenario(broker: KafkaBroker | KafkaCluster, port: int | list[int], 
     except BaseException:
         td.kill()
         raise
+    # the broker logs a request just after sending its response, so the client can have
+    # the answer to its last request before that line's time: wait for it before the stop
+    # time that leaves out later lines (on a slow machine a last Produce was left out)
+    time.sleep(SETTLE_S)
     stopped = time.time()
     td.stop()
     time.sleep(0.3)   # the broker logs a request once its response is sent
