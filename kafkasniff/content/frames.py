@@ -165,7 +165,6 @@ class ContentDecoder:
         self.show_secrets = show_secrets
         self.meter = BudgetMeter(budgets)
         self._candidates: list = []
-        self._plans: dict[tuple[int, int, bool], StructPlan] = {}  # (api_key, version, resp)
 
     @property
     def registry(self) -> TopicRegistry:
@@ -381,12 +380,9 @@ class ContentDecoder:
             out = self._raw(header, payload, body_offset, api_key)
             out.issues = result.issues
         else:
-            key = (api_key, result.layout_version, is_response)
-            plan = self._plans.get(key)
-            if plan is None:
-                info = self.defs.apis[api_key]
-                plan = self._plans[key] = self.defs.plan(
-                    info.response if is_response else info.request, result.layout_version)
+            info = self.defs.apis[api_key]
+            plan = self.defs.plan(info.response if is_response else info.request,
+                                  result.layout_version)
             extra, records, located = self._postprocess(
                 api_key, plan, is_response, result.value, request_body, mechanism)
             result.issues.extend(extra)

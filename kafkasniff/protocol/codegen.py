@@ -309,6 +309,5 @@ def compile_plan(plan: StructPlan) -> StrictDecoder:
     exec(code, namespace)  # noqa: S102 - source generated from our own definitions
     fn = namespace[source.top]
     fn.__doc__ = f"Strict decoder for {plan.name} (generated)."
-    fn._source = source.text  # type: ignore[attr-defined]
     fn._layout = source.layout  # type: ignore[attr-defined]
     return fn  # type: ignore[return-value]

@@ -117,12 +117,18 @@ class BodyDecoder:
                 f"{info.name} v{version} is not in the definitions "
                 f"(v{info.min_version}-v{info.max_version}): decoded as v{layout_version}",
                 "", offset))
-        if is_response and api_key == API_VERSIONS and version > 0 and \
-                len(payload) >= offset + 2 and \
+        # an ApiVersions answer may be an UNSUPPORTED_VERSION one in the v0 layout (KIP-511)
+        api_versions_answer = is_response and api_key == API_VERSIONS and version > 0
+        if api_versions_answer and len(payload) >= offset + 2 and \
                 struct.unpack_from(">h", payload, offset)[0] == UNSUPPORTED_VERSION_CODE:
             result = self._api_versions_fallback(layout_version, payload, offset)
         else:
             result = self._decode_layout(api_key, layout_version, is_response, payload, offset)
+            if assumed is None and not api_versions_answer:
+                # a described version whose frames need no check first: the next frames
+                # go straight to its decoder
+                self._direct[(api_key, version, is_response)] = \
+                    self.strict_decoder(api_key, version, is_response)
         result.issues[:0] = issues
         result.assumed_version = assumed
         return result
@@ -154,11 +160,8 @@ class BodyDecoder:
 
     def _decode_layout(self, api_key: int, version: int, is_response: bool, payload: bytes,
                        offset: int) -> BodyResult:
-        fn = self.strict_decoder(api_key, version, is_response)
-        if (api_key, version) in self._described and \
-                not (is_response and api_key == API_VERSIONS and version > 0):
-            self._direct[(api_key, version, is_response)] = fn
-        return self._run(fn, api_key, version, is_response, payload, offset)
+        return self._run(self.strict_decoder(api_key, version, is_response), api_key, version,
+                         is_response, payload, offset)
 
     def _run(self, fn: Callable, api_key: int, version: int, is_response: bool,
              payload: bytes, offset: int) -> BodyResult:

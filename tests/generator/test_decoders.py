@@ -58,7 +58,7 @@ def test_a_changed_definition_is_compiled_at_run_time(tmp_path):
     path.write_bytes(path.read_bytes() + b"\n")
     defs = Definitions(d)
     changed = defs.compiled("ApiVersionsResponse", 3)
-    assert AHEAD not in changed.__doc__ and changed._source
+    assert AHEAD not in changed.__doc__ and changed.__doc__.endswith("(generated).")
     assert changed._layout == Definitions().compiled("ApiVersionsResponse", 3)._layout
     assert AHEAD in defs.compiled("ApiVersionsRequest", 3).__doc__
 

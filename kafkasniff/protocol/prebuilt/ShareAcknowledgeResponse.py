@@ -15,7 +15,7 @@ _uuid = _RUNTIME['_uuid']
 _uvarint = _RUNTIME['_uvarint']
 
 DEFINITION_SHA256 = 'f59c58bd6e54c1cad8cddf9a10b1f23d90e3b5e36faaba0ea70477aefe281968'
-GENERATOR_SHA256 = '7693831d0aa00db07e3c3c68b158882eec36ee6dc9d76a52d412ad117220657e'
+GENERATOR_SHA256 = 'f1ed5f549f5efd7a6c1c93084d13e7c8c15edb2d9c0ee43d4983779e41b5b794'
 
 
 def _layout0():

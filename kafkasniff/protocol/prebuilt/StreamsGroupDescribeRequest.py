@@ -15,7 +15,7 @@ _uuid = _RUNTIME['_uuid']
 _uvarint = _RUNTIME['_uvarint']
 
 DEFINITION_SHA256 = 'ea436015756bf9835fff9bf5d31bf66ef29fd2c727ba4c3b9cffb4ec529ca8b0'
-GENERATOR_SHA256 = '7693831d0aa00db07e3c3c68b158882eec36ee6dc9d76a52d412ad117220657e'
+GENERATOR_SHA256 = 'f1ed5f549f5efd7a6c1c93084d13e7c8c15edb2d9c0ee43d4983779e41b5b794'
 
 
 def _layout0():
