@@ -66,10 +66,9 @@ def decoder_main(wid: int, cfg: LiveConfig, inq, ctlq, resq, defs=None) -> None:
                                         first_conn_id=wid * CONN_ID_STRIDE), defs)
         sink = DecoderSink(cfg, pipe, wid)
         # what exists now (definitions) lives for the whole run: keep it out of the cyclic
-        # collector's full sweeps
+        # collector's full sweeps (no collection first: see parallel.worker.decoder_main)
         import gc
 
-        gc.collect()
         gc.freeze()
         if cfg.export:
             from kafkasniff.live.outputs import LiveExport
