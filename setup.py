@@ -30,6 +30,7 @@ COMPILED = [
     "kafkasniff.tcp.reassembly",
     "kafkasniff.protocol.framing",
     "kafkasniff.protocol.recordloop",
+    "kafkasniff.protocol.walk",
 ]
 
 #: Cython directives: Python semantics everywhere except where a .pxd declares C types

@@ -32,7 +32,6 @@ A field the predicate selects is a leaf: the walk does not descend into it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Callable
 
 from kafkasniff.protocol.plans import FieldPlan, StructPlan
@@ -45,11 +44,12 @@ PARTITION = "__partition__"
 Visit = Callable[[object, str, object, dict, "Node", object, object, object, str], None]
 _ARRAY = 1
 _STRUCT = 2
+_UNSEEN = object()      # a plan not walked yet (its tree may be None)
 
 
-@dataclass(frozen=True, slots=True)
 class Node:
-    """The interest tree of one struct plan.
+    """The interest tree of one struct plan (built by :meth:`PlanWalker.tree`; read-only by
+    convention, an extension type with C fields when this module is compiled).
 
     Attributes:
         entries: in wire order, ``(key, tag, None)`` for a wanted field and
@@ -61,12 +61,22 @@ class Node:
         partition_struct: a partition index with a topic field at this level or above.
     """
 
-    entries: tuple
-    topic_key: str | None
-    topic_id_key: str | None
-    partition_key: str | None
-    in_topic: bool
-    partition_struct: bool
+    __slots__ = ("entries", "topic_key", "topic_id_key", "partition_key", "in_topic",
+                 "partition_struct")
+
+    def __init__(self, entries: tuple, topic_key: str | None, topic_id_key: str | None,
+                 partition_key: str | None, in_topic: bool, partition_struct: bool) -> None:
+        self.entries = entries
+        self.topic_key = topic_key
+        self.topic_id_key = topic_id_key
+        self.partition_key = partition_key
+        self.in_topic = in_topic
+        self.partition_struct = partition_struct
+
+    def __repr__(self) -> str:
+        return (f"Node(entries={self.entries!r}, topic_key={self.topic_key!r}, "
+                f"topic_id_key={self.topic_id_key!r}, partition_key={self.partition_key!r}, "
+                f"in_topic={self.in_topic!r}, partition_struct={self.partition_struct!r})")
 
 
 def is_topic_name(f: FieldPlan) -> bool:
@@ -92,14 +102,20 @@ class PlanWalker:
         partition_structs: also call back on entering every partition struct (tag
             :data:`PARTITION`), and keep the paths leading to them in the trees.
 
-    Trees are cached per plan (plans live as long as their definitions).
+    Trees are cached per plan (plans live as long as their definitions). When this module
+    is compiled (docs/compiled.md), the walker and :class:`Node` are extension types and the
+    walk a C function.
     """
+
+    __slots__ = ("select", "partition_structs", "_trees", "_top")
 
     def __init__(self, select: Callable[[FieldPlan], object], *,
                  partition_structs: bool = False) -> None:
         self.select = select
         self.partition_structs = partition_structs
         self._trees: dict[tuple[int, bool], tuple[StructPlan, Node | None]] = {}
+        #: id(plan) -> the tree of a top-level walk (the plan is kept alive by _trees)
+        self._top: dict[int, Node | None] = {}
 
     def tree(self, plan: StructPlan, in_topic: bool = False) -> Node | None:
         """The interest tree of ``plan`` (``None`` when no wanted field is below it)."""
@@ -141,7 +157,10 @@ class PlanWalker:
         """Call ``visit`` for every wanted field of ``body`` (decoded with ``plan``); see the
         module docstring for the callback's arguments. Items of arrays that are not dicts
         (a partial decode) are skipped."""
-        node = self.tree(plan)
+        top = self._top
+        node = top.get(id(plan), _UNSEEN)
+        if node is _UNSEEN:
+            node = top[id(plan)] = self.tree(plan)
         if node is not None and type(body) is dict:
             self._walk(node, body, visit, None, None, None, "", paths)
 
