@@ -18,7 +18,7 @@ of each group (SyncGroup < v5 does not repeat it).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from kafkasniff.content.budgets import BudgetMeter, Budgets
 from kafkasniff.content.embedded import GROUP_APIS, EmbeddedDecoder, embedded_topics
@@ -405,13 +405,9 @@ class ContentDecoder:
             if api_key in GROUP_APIS else []
         if not self.locator.has_records(plan):
             return issues, None, ()
-        located = self.locator.find(plan, body)
+        located = self.locator.find(plan, body, self.registry.names)
         if not located:
             return issues, None, ()
-        names = self.registry.names
-        if names:
-            located = [loc if loc.topic is not None or loc.topic_id not in names else
-                       replace(loc, resolved_topic=names[loc.topic_id]) for loc in located]
         issues += decode_located(located, with_records=self.with_records,
                                  max_uncompressed_bytes=self.max_uncompressed_bytes,
                                  defs=self.defs, partial_is_issue=not is_response,

@@ -41,14 +41,20 @@ class RecordsLocator:
         """Whether bodies of ``plan`` can hold a records field."""
         return self.walker.tree(plan) is not None
 
-    def find(self, plan: StructPlan, body: dict | None) -> list[LocatedRecords]:
-        """Every records field of ``body`` (decoded with ``plan``), in wire order."""
+    def find(self, plan: StructPlan, body: dict | None,
+             names: dict[str, str] | None = None) -> list[LocatedRecords]:
+        """Every records field of ``body`` (decoded with ``plan``), in wire order.
+
+        ``names``: topic id -> name learnt so far; a field whose struct carries only a topic
+        id gets that id's name as ``resolved_topic``."""
         out: list[LocatedRecords] = []
 
         def visit(tag, key, v, struct, node, topic, topic_id, partition, path):
             if type(v) is RawRecords:
-                out.append(LocatedRecords(topic, topic_id, partition,
-                                          f"{path}.{key}" if path else key, v))
+                out.append(LocatedRecords(
+                    topic, topic_id, partition, f"{path}.{key}" if path else key, v,
+                    names.get(topic_id) if names and topic is None and topic_id is not None
+                    else None))
 
         if body:
             self.walker.walk(plan, body, visit, paths=True)
