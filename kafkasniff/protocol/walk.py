@@ -114,11 +114,16 @@ class PlanWalker:
         self.select = select
         self.partition_structs = partition_structs
         self._trees: dict[tuple[int, bool], tuple[StructPlan, Node | None]] = {}
-        #: id(plan) -> the tree of a top-level walk (the plan is kept alive by _trees)
+        #: id(plan) -> the finished tree of ``plan`` outside any topic struct (what a
+        #: top-level walk uses; the plan is kept alive by _trees)
         self._top: dict[int, Node | None] = {}
 
     def tree(self, plan: StructPlan, in_topic: bool = False) -> Node | None:
         """The interest tree of ``plan`` (``None`` when no wanted field is below it)."""
+        if not in_topic:
+            node = self._top.get(id(plan), _UNSEEN)
+            if node is not _UNSEEN:
+                return node
         key = (id(plan), in_topic)
         hit = self._trees.get(key)
         if hit is not None:
@@ -150,6 +155,8 @@ class PlanWalker:
             node = Node(tuple(entries), topic_key, topic_id_key, partition_key, here_topic,
                         part_struct)
         self._trees[key] = (plan, node)
+        if not in_topic:
+            self._top[id(plan)] = node
         return node
 
     def walk(self, plan: StructPlan, body: dict | None, visit: Visit, *,
@@ -157,10 +164,9 @@ class PlanWalker:
         """Call ``visit`` for every wanted field of ``body`` (decoded with ``plan``); see the
         module docstring for the callback's arguments. Items of arrays that are not dicts
         (a partial decode) are skipped."""
-        top = self._top
-        node = top.get(id(plan), _UNSEEN)
+        node = self._top.get(id(plan), _UNSEEN)
         if node is _UNSEEN:
-            node = top[id(plan)] = self.tree(plan)
+            node = self.tree(plan)
         if node is not None and type(body) is dict:
             self._walk(node, body, visit, None, None, None, "", paths)
 
