@@ -637,6 +637,103 @@ class PacketSource:
                 write(i, parts[i])
         return counts
 
+    @cython.locals(pos=cython.Py_ssize_t, end=cython.Py_ssize_t, nxt=cython.Py_ssize_t,
+                   caplen=cython.Py_ssize_t, max_rec=cython.Py_ssize_t, lim=cython.Py_ssize_t,
+                   w=cython.Py_ssize_t, idx=cython.longlong, ts=cython.longlong,
+                   first_ts=cython.longlong, next_tick=cython.longlong,
+                   every=cython.longlong, k=cython.longlong, mask=cython.longlong,
+                   packets=cython.longlong, nbytes=cython.longlong, code=cython.int)
+    def pack_records(self, route: Callable[[int, bytes], int] | None, bufs: list[bytearray],
+                     header: Callable[..., bytes], tick_kind: int, tick_every_ns: int,
+                     state: list[int], limit: int, report_mask: int) -> Iterator[int]:
+        """Append every packet of a pcap source to one of the byte buffers ``bufs``, packed,
+        without a :class:`CapturedPacket` for each (what ``--jobs`` readers do with pcap).
+
+        Packet ``i`` of the run (``state[0]`` counts them, from the index before this
+        source's first packet) becomes ``header(ts_ns, caplen, orig_len, link_type, i)`` and
+        its frame, appended to ``bufs[route(link_type, frame)]`` (``bufs[0]`` when ``route``
+        is ``None``). Once a packet's time reaches the next tick (``state[3]``; the first
+        packet's does), ``header(ts_ns, 0, 0, tick_kind, i)`` goes to every buffer after the
+        packet and the next tick is due ``tick_every_ns`` later. ``state`` is ``[index,
+        ts_ns of the last packet, ts_ns of the first packet (0: none yet), next tick,
+        packets of this source (0 at its start)]``, read at the start and written back at
+        every yield and at the end.
+
+        Yields after a packet: 1 when the buffer it went to holds ``limit`` bytes or more,
+        2 when the count of this source's packets has no bit of ``report_mask`` set, 3 for
+        both. Reading, damage (issues), the counters and :meth:`accounting` are those of
+        iterating the packets. Use instead of iterating, once.
+
+        Raises:
+            ValueError: the source is not pcap, or was opened at a checkpoint.
+        """
+        if self.format != "pcap" or self._start is not None:
+            raise ValueError(f"{self.name}: pack_records needs a pcap file read from its "
+                             f"start (this is {self.format})")
+        self._iter.close()  # type: ignore[attr-defined]
+        if not self._pcap_header_ok:
+            return
+        buf = self._head
+        self._head = b""
+        pos = _PCAP_HEADER_BYTES
+        end = len(buf)
+        rec = self._s.pcap_rec.unpack_from
+        link = self._link_type
+        frac_ns = self._pcap_frac_ns
+        max_rec = MAX_RECORD_BYTES
+        lim = limit
+        mask = report_mask
+        every = tick_every_ns
+        idx, last_ts, first_ts, next_tick, k = state
+        ts = 0
+        w = 0
+        while True:
+            packets = nbytes = 0
+            while pos + 16 <= end:
+                sec, frac, caplen, origlen = rec(buf, pos)
+                nxt = pos + 16 + caplen
+                if nxt > end or caplen > max_rec:
+                    break
+                ts = sec * 1_000_000_000 + frac * frac_ns
+                idx += 1
+                packets += 1
+                nbytes += caplen
+                data = buf[pos + 16:nxt]
+                pos = nxt
+                if route is not None:
+                    w = route(link, data)
+                b = bufs[w]
+                b += header(ts, caplen, origlen, link, idx)
+                b += data
+                if not first_ts:
+                    first_ts = ts
+                if ts >= next_tick:
+                    next_tick = ts + every
+                    tick = header(ts, 0, 0, tick_kind, idx)
+                    for bb in bufs:
+                        bb += tick
+                k += 1
+                code = 0
+                if len(b) >= lim:
+                    code = 1
+                if not k & mask:
+                    code |= 2
+                if code:
+                    self.packets_read += packets
+                    self.packet_bytes += nbytes
+                    packets = nbytes = 0
+                    state[:] = [idx, ts, first_ts, next_tick, k]
+                    yield code
+            self.packets_read += packets
+            self.packet_bytes += nbytes
+            self._last_ts_ns = ts
+            state[:] = [idx, ts if k else last_ts, first_ts, next_tick, k]
+            buf = self._pcap_more(buf, pos, end)
+            if buf is None:
+                return
+            pos = 0
+            end = len(buf)
+
     # ------------------------------------------------------------------ pcapng
 
     def _iter_pcapng(self) -> Iterator[CapturedPacket]:

@@ -252,6 +252,27 @@ class _Run:
                 self.broadcast(pack(0, len(names[si].encode()), 0, SOURCE, max(idx, 0)) +
                                names[si].encode())
             with open_capture(src, on_secrets=self.secrets) as packets:
+                if packets.format == "pcap":
+                    # the same batches, packed by the pcap record loop (no packet objects)
+                    fresh = route is None
+                    if fresh and n > 1:
+                        route = router(n, not self.by_hosts)
+                    state = [idx, ts, first_ts, next_expire, 0]
+                    for code in packets.pack_records(route if n > 1 else None, bufs, pack,
+                                                     TICK, EXPIRE_EVERY_NS, state, limit,
+                                                     0x1FFF):
+                        if code & 1:
+                            self.round(state[0])
+                        if code & 2 and on_progress is not None:
+                            on_progress(packets.bytes_read, packets.total_bytes)
+                            self.service(0)
+                    idx, ts, first_ts, next_expire, got = state
+                    if got:
+                        self.dispatched = True
+                    elif fresh:
+                        route = None        # no packet yet: secrets blocks may still come
+                    self._source_end(packets, names, si, idx, ts)
+                    continue
                 k = 0
                 for pkt in packets:
                     idx += 1
@@ -279,17 +300,22 @@ class _Run:
                     if on_progress is not None and not k & 0x1FFF:
                         on_progress(packets.bytes_read, packets.total_bytes)
                         self.service(0)
-                capture = names[si] if names is not None else ""
-                for j, issue in enumerate(packets.issues):
-                    st.issues[issue.kind] += 1
-                    self.own.append(((max(idx, 0), 2, 0, j), ("f", issue, capture, None, ts)))
-                st.account_source(packets.accounting())
+                self._source_end(packets, names, si, idx, ts)
         st.first_ts_ns = first_ts
         st.last_ts_ns = ts
         self.broadcast(pack(ts, 0, 0, END, max(idx, 0)))
         self.round(max(idx, 0))
         while not all(self.done):
             self.service(0.5)
+
+    def _source_end(self, packets, names, si: int, idx: int, ts: int) -> None:
+        """A capture file read to its end: its damage (issues) and its own bytes."""
+        st = self.stats
+        capture = names[si] if names is not None else ""
+        for j, issue in enumerate(packets.issues):
+            st.issues[issue.kind] += 1
+            self.own.append(((max(idx, 0), 2, 0, j), ("f", issue, capture, None, ts)))
+        st.account_source(packets.accounting())
 
     def secrets(self, secrets_type: int, data: bytes) -> None:
         """A pcapng Decryption Secrets Block: every decoder gets it in place."""
