@@ -67,6 +67,8 @@ BATCH_BYTES = 256 * 1024
 QUEUE_BYTES = 4 << 20
 #: shared memory per decoder for controls not read yet
 CONTROL_BYTES = 4 << 20
+#: how long the reader waits for a decoder that sent its results to end before terminating it
+DONE_EXIT_S = 2.0
 _LAST_KEY = (END_INDEX + 1,)
 
 
@@ -207,6 +209,11 @@ class _Run:
             self.recvs.append(recv)
 
     def close(self) -> None:
+        for w, p in enumerate(self.procs):
+            if self.done[w]:
+                # it sent its results and is ending by itself: a SIGTERM now would run its
+                # failure path (abort the output, format a traceback) for nothing
+                p.join(DONE_EXIT_S)
         for p in self.procs:
             if p.is_alive():
                 p.terminate()

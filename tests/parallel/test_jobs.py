@@ -122,6 +122,28 @@ def test_a_decoder_that_raises_is_an_error(monkeypatch):
                  lambda item: None)
 
 
+def test_a_decoder_that_sent_its_results_ends_by_itself(monkeypatch, tmp_path):
+    """The reader does not terminate a decoder that is ending after sending its results
+    (the SIGTERM would run its failure path: abort its output, format a traceback)."""
+    mark = tmp_path / "terminated"
+    run = worker._Decoder.run
+
+    def slow_to_end(self):
+        run(self)
+        time.sleep(0.5)         # still ending when the reader has every result
+
+    def noted(signum, frame):
+        mark.write_text(str(signum))
+        raise SystemExit(128 + signum)
+
+    monkeypatch.setattr(worker._Decoder, "run", slow_to_end)     # inherited by the fork
+    monkeypatch.setattr(worker, "_terminated", noted)
+    res = run_jobs([CAPTURES / "broker_java.pcap"], PipelineOptions(), 2, "stats", {},
+                   lambda item: None)
+    assert len(res.results) == 2
+    assert not mark.exists()
+
+
 def test_a_decoder_that_dies_is_an_error_not_a_hang(monkeypatch):
     # a decoder killed by the kernel (the OOM killer, say) in the middle of the capture
     def killed(self, buf):
