@@ -53,8 +53,7 @@ class RecordsLocator:
             if type(v) is RawRecords:
                 out.append(LocatedRecords(
                     topic, topic_id, partition, f"{path}.{key}" if path else key, v,
-                    names.get(topic_id) if names and topic is None and topic_id is not None
-                    else None))
+                    names.get(topic_id) if names and topic is None else None))
 
         if body:
             self.walker.walk(plan, body, visit, paths=True)

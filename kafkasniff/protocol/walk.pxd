@@ -1,8 +1,6 @@
 # C types of kafkasniff/protocol/walk.py when Cython compiles it (docs/compiled.md); the
 # .py file runs unchanged as plain Python.
 
-cdef object _UNSEEN
-
 cdef class Node:
     cdef public tuple entries
     cdef public object topic_key
@@ -15,7 +13,7 @@ cdef class PlanWalker:
     cdef public object select
     cdef public bint partition_structs
     cdef public dict _trees
-    cdef public dict _top
+    cdef public dict _in_topic
 
     cdef object _walk(self, Node node, dict d, object visit, object topic, object topic_id,
                       object partition, str path, bint paths)

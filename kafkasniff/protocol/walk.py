@@ -44,7 +44,6 @@ PARTITION = "__partition__"
 Visit = Callable[[object, str, object, dict, "Node", object, object, object, str], None]
 _ARRAY = 1
 _STRUCT = 2
-_UNSEEN = object()      # a plan not walked yet (its tree may be None)
 
 
 class Node:
@@ -107,28 +106,24 @@ class PlanWalker:
     walk a C function.
     """
 
-    __slots__ = ("select", "partition_structs", "_trees", "_top")
+    __slots__ = ("select", "partition_structs", "_trees", "_in_topic")
 
     def __init__(self, select: Callable[[FieldPlan], object], *,
                  partition_structs: bool = False) -> None:
         self.select = select
         self.partition_structs = partition_structs
-        self._trees: dict[tuple[int, bool], tuple[StructPlan, Node | None]] = {}
-        #: id(plan) -> the finished tree of ``plan`` outside any topic struct (what a
-        #: top-level walk uses; the plan is kept alive by _trees)
-        self._top: dict[int, Node | None] = {}
+        # id(plan) -> (plan, its tree) outside any topic struct / inside one (the plan is
+        # kept so that ids stay unique; (plan, None) while its tree is being built)
+        self._trees: dict[int, tuple[StructPlan, Node | None]] = {}
+        self._in_topic: dict[int, tuple[StructPlan, Node | None]] = {}
 
     def tree(self, plan: StructPlan, in_topic: bool = False) -> Node | None:
         """The interest tree of ``plan`` (``None`` when no wanted field is below it)."""
-        if not in_topic:
-            node = self._top.get(id(plan), _UNSEEN)
-            if node is not _UNSEEN:
-                return node
-        key = (id(plan), in_topic)
-        hit = self._trees.get(key)
+        trees = self._in_topic if in_topic else self._trees
+        hit = trees.get(id(plan))
         if hit is not None:
             return hit[1]
-        self._trees[key] = (plan, None)   # recursion guard (the plan is kept: ids stay unique)
+        trees[id(plan)] = (plan, None)    # recursion guard
         fields = list(plan.fields) + list(plan.tagged.values())
         topic_key = topic_id_key = partition_key = None
         for f in fields:
@@ -154,9 +149,7 @@ class PlanWalker:
         if entries or (self.partition_structs and part_struct):
             node = Node(tuple(entries), topic_key, topic_id_key, partition_key, here_topic,
                         part_struct)
-        self._trees[key] = (plan, node)
-        if not in_topic:
-            self._top[id(plan)] = node
+        trees[id(plan)] = (plan, node)
         return node
 
     def walk(self, plan: StructPlan, body: dict | None, visit: Visit, *,
@@ -164,9 +157,8 @@ class PlanWalker:
         """Call ``visit`` for every wanted field of ``body`` (decoded with ``plan``); see the
         module docstring for the callback's arguments. Items of arrays that are not dicts
         (a partial decode) are skipped."""
-        node = self._top.get(id(plan), _UNSEEN)
-        if node is _UNSEEN:
-            node = self.tree(plan)
+        hit = self._trees.get(id(plan))
+        node = hit[1] if hit is not None else self.tree(plan)
         if node is not None and type(body) is dict:
             self._walk(node, body, visit, None, None, None, "", paths)
 
