@@ -184,6 +184,12 @@ class _Run:
         self.results: list = [None] * jobs
         self.done = [False] * jobs
         self.stopped = False
+        # TLS 1.2 sessions resumed on a new connection are decrypted with the master secret
+        # of the connection that made them: with decryption on, all connections between
+        # two hosts go to one decoder
+        self.by_hosts = bool(options.tls_keylog or options.tls_keylog_text)
+        self.dispatched = False             # the first packet was routed (first_route)
+        self.route = None
 
     # ------------------------------------------------------------------ processes
     def start(self) -> None:
@@ -248,65 +254,20 @@ class _Run:
         next_expire = 0
         first_ts = 0
         ts = 0
-        # TLS 1.2 sessions resumed on a new connection are decrypted with the master secret
-        # of the connection that made them: with decryption on, all connections between
-        # two hosts go to one decoder
-        self.by_hosts = bool(self.options.tls_keylog or self.options.tls_keylog_text)
-        self.dispatched = False
-        route = None
         for si, src in enumerate(sources):
             if names is not None:
                 self.broadcast(pack(0, len(names[si].encode()), 0, SOURCE, max(idx, 0)) +
                                names[si].encode())
             with open_capture(src, on_secrets=self.secrets) as packets:
-                if packets.format == "pcap":
-                    # the same batches, packed by the pcap record loop (no packet objects)
-                    fresh = route is None
-                    if fresh and n > 1:
-                        route = router(n, not self.by_hosts)
-                    state = [idx, ts, first_ts, next_expire, 0]
-                    for code in packets.pack_records(route if n > 1 else None, bufs, pack,
-                                                     TICK, EXPIRE_EVERY_NS, state, limit,
-                                                     0x1FFF):
-                        if code & 1:
-                            self.round(state[0])
-                        if code & 2 and on_progress is not None:
-                            on_progress(packets.bytes_read, packets.total_bytes)
-                            self.service(0)
-                    idx, ts, first_ts, next_expire, got = state
-                    if got:
-                        self.dispatched = True
-                    elif fresh:
-                        route = None        # no packet yet: secrets blocks may still come
-                    self._source_end(packets, names, si, idx, ts)
-                    continue
-                k = 0
-                for pkt in packets:
-                    idx += 1
-                    ts = pkt.ts_ns
-                    data = pkt.data
-                    lt = pkt.link_type
-                    if route is None:
-                        # the first packet: secrets blocks before it are in (see secrets())
-                        self.dispatched = True
-                        route = router(n, not self.by_hosts)
-                    w = 0 if n == 1 else route(lt, data)
-                    b = bufs[w]
-                    b += pack(ts, len(data), pkt.orig_len, lt, idx)
-                    b += data
-                    if not first_ts:
-                        first_ts = ts
-                    if ts >= next_expire:
-                        next_expire = ts + EXPIRE_EVERY_NS
-                        tick = pack(ts, 0, 0, TICK, idx)
-                        for bb in bufs:
-                            bb += tick
-                    if len(b) >= limit:
-                        self.round(idx)
-                    k += 1
-                    if on_progress is not None and not k & 0x1FFF:
+                state = [idx, ts, first_ts, next_expire, 0]
+                for code in packets.pack_records(self.first_route, bufs, pack, TICK,
+                                                 EXPIRE_EVERY_NS, state, limit, 0x1FFF):
+                    if code & 1:
+                        self.round(state[0])
+                    if code & 2 and on_progress is not None:
                         on_progress(packets.bytes_read, packets.total_bytes)
                         self.service(0)
+                idx, ts, first_ts, next_expire, _ = state
                 self._source_end(packets, names, si, idx, ts)
         st.first_ts_ns = first_ts
         st.last_ts_ns = ts
@@ -314,6 +275,15 @@ class _Run:
         self.round(max(idx, 0))
         while not all(self.done):
             self.service(0.5)
+
+    def first_route(self):
+        """The route of every packet to its decoder (``None``: one decoder), made at the
+        run's first packet: pcapng secrets blocks before it put all connections between
+        two hosts on one decoder (see :meth:`secrets`)."""
+        if not self.dispatched:
+            self.dispatched = True
+            self.route = router(self.n, not self.by_hosts) if self.n > 1 else None
+        return self.route
 
     def _source_end(self, packets, names, si: int, idx: int, ts: int) -> None:
         """A capture file read to its end: its damage (issues) and its own bytes."""

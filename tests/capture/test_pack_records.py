@@ -1,6 +1,7 @@
-"""``PacketSource.pack_records``: what a ``--jobs`` reader does with a pcap source, packed by
-the record loop, equals packing the packets one ``CapturedPacket`` at a time (the loop the
-reader keeps for pcapng), byte for byte and at the same moments; compiled and as Python."""
+"""``PacketSource.pack_records``: what a ``--jobs`` reader does with each capture (pcap packed
+by the record loop, pcapng one packet object at a time) equals packing the packets one
+``CapturedPacket`` at a time in an independent loop, byte for byte and at the same moments;
+compiled and as Python."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import pytest
 
 from kafkasniff.capture import pcapfile
 from kafkasniff.capture.flows import router
+from tests.capture import builders
 from tests.conftest import CAPTURES
 
 HEADER = struct.Struct("<qIIiQ").pack   # the --jobs record header (kafkasniff.parallel.wire)
@@ -21,6 +23,8 @@ INPUTS = sorted(CAPTURES.glob("*.pcap")) + [
     REGRESSIONS / "resync_zeros.pcap.gz",               # gzip
     REGRESSIONS / "segment_lost_inside_a_frame.pcap",
     REGRESSIONS / "records_1m.pcap",
+    REGRESSIONS / "pcapng_unknown_blocks.pcapng",
+    REGRESSIONS / "pcapng_timestamp_out_of_range.pcapng",
 ]
 
 
@@ -38,7 +42,7 @@ if not pcapfile.__file__.endswith(".py"):
 
 
 def _one_at_a_time(packets, n, limit, mask, state):
-    """The reference: the reader's loop over packet objects (kafkasniff.parallel.engine)."""
+    """The reference: the reader's loop as it was over packet objects."""
     bufs = [bytearray() for _ in range(n)]
     route = router(n, True)
     idx, ts, first_ts, next_tick, k = state
@@ -67,11 +71,18 @@ def _one_at_a_time(packets, n, limit, mask, state):
     return events
 
 
-def _packed(packets, n, limit, mask, state):
+def _packed(packets, n, limit, mask, state, routes=None):
+    """``pack_records``' batches and yields; ``routes`` lists the routes it asked for."""
     bufs = [bytearray() for _ in range(n)]
     events = []
-    for code in packets.pack_records(router(n, True) if n > 1 else None, bufs, HEADER, TICK,
-                                     EVERY_NS, state, limit, mask):
+    routes = [] if routes is None else routes
+
+    def first_route():
+        routes.append(router(n, True) if n > 1 else None)
+        return routes[-1]
+
+    for code in packets.pack_records(first_route, bufs, HEADER, TICK, EVERY_NS, state, limit,
+                                     mask):
         if code & 1:
             events.append(("round", state[0], [bytes(x) for x in bufs]))
             for x in bufs:
@@ -106,14 +117,17 @@ def test_packed_batches_equal_packing_packet_objects(path, module):
 
 @pytest.mark.parametrize("module", list(MODULES), ids=str)
 def test_a_file_without_packets_leaves_the_run_state(tmp_path, module):
-    """A pcap with only its file header: nothing packed, the state as it was (the last
-    packet time of the files before it stays)."""
+    """A pcap with only its file header: nothing packed, no route asked for (a later
+    file's secrets may still decide it), the state as it was (the last packet time of the
+    files before it stays)."""
     path = tmp_path / "empty.pcap"
     path.write_bytes((CAPTURES / "kafka_python.pcap").read_bytes()[:24])
     state = [9, 123, 100, 2000, 0]
+    routes: list = []
     with MODULES[module].open_capture(path) as packets:
-        assert _packed(packets, 2, 100, 0x7, state) == [("end", [9, 123, 100, 2000, 0],
-                                                         [b"", b""])]
+        assert _packed(packets, 2, 100, 0x7, state, routes) == [
+            ("end", [9, 123, 100, 2000, 0], [b"", b""])]
+    assert routes == []
 
 
 @pytest.mark.parametrize("module", list(MODULES), ids=str)
@@ -133,8 +147,42 @@ def test_a_cut_file_reports_the_same_damage(tmp_path, module):
     assert want_view[3], "the cut is reported"
 
 
-def test_pcapng_is_refused():
-    path = REGRESSIONS / "pcapng_unknown_blocks.pcapng"
-    with pcapfile.open_capture(path) as packets, pytest.raises(ValueError, match="pcap"):
-        next(packets.pack_records(None, [bytearray()], HEADER, TICK, EVERY_NS,
-                                  [-1, 0, 0, 0, 0], 100, 0x7))
+@pytest.mark.parametrize("module", list(MODULES), ids=str)
+@pytest.mark.parametrize("kind", ["pcap", "pcapng"])
+def test_the_route_is_asked_for_once_after_the_secrets_before_the_first_packet(
+        tmp_path, module, kind):
+    """``first_route`` is called once per source, at its first packet, after the pcapng
+    secrets blocks before it (they decide how a ``--jobs`` reader routes); every packet then
+    goes through the route it gave."""
+    frame = builders.ether(builders.ipv4(bytes([10, 0, 0, 1]), bytes([10, 0, 0, 2]),
+                                         builders.tcp_header() + b"x"))
+    if kind == "pcap":
+        blob = builders.pcap([(1, 0, frame), (2, 0, frame)])
+    else:
+        blob = (builders.shb("<") + builders.idb("<", 1) + builders.dsb("<") +
+                builders.epb("<", 0, 1_000_000, frame) + builders.dsb("<") +
+                builders.epb("<", 0, 2_000_000, frame))
+    path = tmp_path / f"two.{kind}"
+    path.write_bytes(blob)
+    log: list = []
+
+    def route(link_type, data):
+        log.append("packet")
+        return 1
+
+    def first_route():
+        log.append("route")
+        return route
+
+    bufs = [bytearray(), bytearray()]
+    with MODULES[module].open_capture(path, on_secrets=lambda *a: log.append("secrets")) \
+            as packets:
+        for _ in packets.pack_records(first_route, bufs, HEADER, TICK, EVERY_NS,
+                                      [-1, 0, 0, 0, 0], 1 << 30, 0xFFFF):
+            pass
+    head = ["secrets"] if kind == "pcapng" else []
+    middle = ["secrets"] if kind == "pcapng" else []
+    assert log == head + ["route", "packet"] + middle + ["packet"]
+    tick = len(HEADER(0, 0, 0, TICK, 0))       # one a second, to every buffer: two each
+    assert len(bufs[0]) == 2 * tick
+    assert len(bufs[1]) == 2 * (tick + len(frame)) + 2 * tick
