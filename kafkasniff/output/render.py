@@ -95,6 +95,10 @@ def batch_to_dict(b, max_value_bytes: int = DEFAULT_MAX_BYTES,
     return out
 
 
+#: records of a large batch rendered and encoded together by :func:`write_json`
+STREAM_CHUNK = 256
+
+
 class StreamedRecords:
     """The records of a large batch (:class:`~kafkasniff.protocol.records.LazyRecords`) in
     a dict to be written as JSON: :func:`write_json` renders and writes them one at a time;
@@ -150,12 +154,20 @@ def write_json(obj: dict, out, default, streamed: bool) -> None:
         write(before)
         write("[")
         sep = ""
-        # one encoder for the records (json.dumps with keywords builds one per call)
+        # one encoder for the records (json.dumps with keywords builds one per call), given
+        # STREAM_CHUNK records at a time: the text of a list is its items joined by ", "
         encode = json.JSONEncoder(ensure_ascii=False, default=default).encode
+        chunk: list = []
         for rec in streamed_records:
+            chunk.append(rec)
+            if len(chunk) == STREAM_CHUNK:
+                write(sep)
+                write(encode(chunk)[1:-1])
+                sep = ", "
+                chunk.clear()
+        if chunk:
             write(sep)
-            write(encode(rec))
-            sep = ", "
+            write(encode(chunk)[1:-1])
         write("]")
     write(text)
 
