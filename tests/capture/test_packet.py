@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import struct
 
 import dpkt
@@ -9,12 +10,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from kafkasniff.capture import packet as packet_module
 from kafkasniff.capture.packet import (
     SKIP_REASONS,
     decode_frame,
     decode_packet,
 )
+from kafkasniff.capture.pcapfile import open_capture
 from kafkasniff.capture.types import ACK, FIN, PSH, SYN, CapturedPacket, Skipped, TcpSegment
+
+from tests.conftest import CAPTURES
 
 from . import builders as b
 
@@ -413,3 +418,49 @@ def test_struct_sanity_of_builders():
     ip6 = dpkt.ethernet.Ethernet(frame).data
     assert isinstance(ip6.data, dpkt.tcp.TCP) and bytes(ip6.data.data) == PAYLOAD
     assert struct.unpack("!H", frame[12:14])[0] == 0x86DD
+
+
+# ---------------------------------------------------------------------- compiled fast path
+# Compiled, decode_frame reads an Ethernet IPv4 TCP frame's header byte by byte in C
+# (_fast_eth_ipv4_tcp); as Python, it unpacks it with struct. Both must give the same result
+# for every frame, whatever its bytes.
+
+def _packet_as_python():
+    spec = importlib.util.spec_from_file_location(
+        "packet_as_python", packet_module.__file__.rsplit("/", 1)[0] + "/packet.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+AS_PYTHON = _packet_as_python()
+ETHER_IPV4_TCP = b.ether(IPV4_TCP)
+
+
+def _same_as_python(frame: bytes, orig_len: int) -> None:
+    want = AS_PYTHON.decode_frame(1, frame, orig_len, TS)
+    assert decode_frame(1, frame, orig_len, TS) == want
+    fast = AS_PYTHON._fast_eth_ipv4_tcp(frame, len(frame), TS) if len(frame) >= 54 else None
+    assert fast is None or fast == want        # the C path's logic, run as Python
+
+
+def test_every_captured_frame_decodes_as_the_python_path_does():
+    frames = 0
+    for path in sorted(CAPTURES.glob("*.pcap")):
+        with open_capture(path) as packets:
+            for pkt in packets:
+                if pkt.link_type == 1:
+                    _same_as_python(pkt.data, pkt.orig_len)
+                    frames += 1
+    assert frames > 5_000
+
+
+@settings(max_examples=500, deadline=None)
+@given(changes=st.lists(st.tuples(st.integers(0, 59), st.integers(0, 255)), max_size=4),
+       cut=st.integers(0, 80), extra=st.integers(0, 2000))
+def test_changed_headers_decode_as_the_python_path_does(changes, cut, extra):
+    frame = bytearray(ETHER_IPV4_TCP)
+    for pos, value in changes:
+        frame[pos] = value
+    data = bytes(frame[:len(frame) - cut] if cut < len(frame) else frame)
+    _same_as_python(data, len(data) + extra)
