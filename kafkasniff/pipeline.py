@@ -3,7 +3,7 @@
 ``Pipeline`` is sans-IO (fed :class:`~kafkasniff.capture.types.CapturedPacket` objects);
 :func:`analyze` drives it from capture files. Stages (docs/architecture.md)::
 
-    CapturedPacket -> capture.packet.decode_packet    -> TcpSegment | Skipped
+    CapturedPacket -> capture.packet.decode_frame     -> TcpSegment | Skipped
       -> tcp.reassembly.TcpReassembler                 -> StreamData | StreamGap | StreamClosed
       -> classify.Classifier (per connection)          -> Kafka | Kafka 0.7 | TLS | other
       -> pairing.KafkaConnection / Kafka07Connection   -> Exchange | DecodeIssue
@@ -21,7 +21,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator, Union
 
-from kafkasniff.capture.packet import decode_packet
+from kafkasniff.capture.packet import decode_frame
 from kafkasniff.capture.types import CapturedPacket, Skipped
 from kafkasniff.classify import DEFAULT_PORTS, Classifier, FirstBytes
 from kafkasniff.content.budgets import BudgetMeter, Budgets
@@ -404,19 +404,22 @@ class Pipeline:
         if self._closed:
             self._closed.clear()
         st = self.stats
+        data = pkt.data
+        ts_ns = pkt.ts_ns
         st.packets += 1
-        st.packet_bytes += len(pkt.data)
+        st.packet_bytes += len(data)
         if not st.first_ts_ns:
-            st.first_ts_ns = pkt.ts_ns
-        st.last_ts_ns = pkt.ts_ns
-        seg = decode_packet(pkt)
+            st.first_ts_ns = ts_ns
+        st.last_ts_ns = ts_ns
+        # decode_packet's body, called here without its wrapper (one call a packet less)
+        seg = decode_frame(pkt.link_type, data, pkt.orig_len, ts_ns)
         if type(seg) is Skipped:
             st.skipped[seg.reason] += 1
-            st.bytes["packets_not_tcp"] += len(pkt.data)
+            st.bytes["packets_not_tcp"] += len(data)
             out = []
         else:
             st.tcp_segments += 1
-            st.bytes["packet_headers"] += len(pkt.data) - len(seg.payload)
+            st.bytes["packet_headers"] += len(data) - len(seg.payload)
             events = self._reassembler.feed(seg)
             if not events:
                 out = events        # the reassembler's own fresh empty list: no new one
@@ -430,9 +433,9 @@ class Pipeline:
                     out = self._account(out)
             else:
                 out = self._dispatch(events)
-        if pkt.ts_ns >= self._next_expire_ns:
-            self._next_expire_ns = pkt.ts_ns + EXPIRE_EVERY_NS
-            expired = self._expire(pkt.ts_ns)
+        if ts_ns >= self._next_expire_ns:
+            self._next_expire_ns = ts_ns + EXPIRE_EVERY_NS
+            expired = self._expire(ts_ns)
             if expired:
                 out.extend(expired)
         return out
