@@ -5,7 +5,6 @@ compiled and as Python."""
 
 from __future__ import annotations
 
-import importlib.util
 import struct
 
 import pytest
@@ -14,6 +13,7 @@ from kafkasniff.capture import pcapfile
 from kafkasniff.capture.flows import router
 from tests.capture import builders
 from tests.conftest import CAPTURES
+from tests.support.as_python import as_python
 
 HEADER = struct.Struct("<qIIiQ").pack   # the --jobs record header (kafkasniff.parallel.wire)
 TICK = -1
@@ -28,17 +28,9 @@ INPUTS = sorted(CAPTURES.glob("*.pcap")) + [
 ]
 
 
-def _as_python():
-    spec = importlib.util.spec_from_file_location(
-        "pcapfile_as_python", pcapfile.__file__.rsplit("/", 1)[0] + "/pcapfile.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 MODULES = {"imported": pcapfile}
-if not pcapfile.__file__.endswith(".py"):
-    MODULES["as_python"] = _as_python()
+if (_source := as_python(pcapfile)) is not pcapfile:
+    MODULES["as_python"] = _source
 
 
 def _one_at_a_time(packets, n, limit, mask, state):

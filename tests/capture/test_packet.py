@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import struct
 
 import dpkt
@@ -18,8 +17,8 @@ from kafkasniff.capture.packet import (
 )
 from kafkasniff.capture.pcapfile import open_capture
 from kafkasniff.capture.types import ACK, FIN, PSH, SYN, CapturedPacket, Skipped, TcpSegment
-
 from tests.conftest import CAPTURES
+from tests.support.as_python import as_python
 
 from . import builders as b
 
@@ -425,15 +424,7 @@ def test_struct_sanity_of_builders():
 # (_fast_eth_ipv4_tcp); as Python, it unpacks it with struct. Both must give the same result
 # for every frame, whatever its bytes.
 
-def _packet_as_python():
-    spec = importlib.util.spec_from_file_location(
-        "packet_as_python", packet_module.__file__.rsplit("/", 1)[0] + "/packet.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-AS_PYTHON = _packet_as_python()
+AS_PYTHON = as_python(packet_module)
 ETHER_IPV4_TCP = b.ether(IPV4_TCP)
 
 

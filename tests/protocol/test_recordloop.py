@@ -9,8 +9,6 @@ without compiling (then both would be the same Python code).
 
 from __future__ import annotations
 
-import importlib.util
-
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -18,20 +16,13 @@ from hypothesis import strategies as st
 from kafkasniff.protocol import recordloop
 from kafkasniff.protocol.records import Record, _RecordBuilder
 from tests.protocol.batch_encoder import Rec, encode_record, zigzag_varint
+from tests.support.as_python import as_python
 
 pytestmark = pytest.mark.skipif(recordloop.__file__.endswith(".py"),
                                 reason="recordloop is not compiled in this install")
 
 
-def _load_source():
-    path = recordloop.__file__.rsplit("/", 1)[0] + "/recordloop.py"
-    spec = importlib.util.spec_from_file_location("recordloop_as_python", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-PURE = _load_source() if not recordloop.__file__.endswith(".py") else recordloop
+PURE = as_python(recordloop)
 
 
 def _outcome(module, buf, count: int, base_offset: int, base_ts: int, lat_ts):
