@@ -101,8 +101,9 @@ STREAM_CHUNK = 256
 
 class StreamedRecords:
     """The records of a large batch (:class:`~kafkasniff.protocol.records.LazyRecords`) in
-    a dict to be written as JSON: :func:`write_json` renders and writes them one at a time;
-    any other ``json.dumps`` with :func:`json_default` gets the whole list (``to_json``)."""
+    a dict to be written as JSON: :func:`write_json` renders and writes them
+    ``STREAM_CHUNK`` at a time; any other ``json.dumps`` with :func:`json_default` gets the
+    whole list (``to_json``)."""
 
     __slots__ = ("records", "max_value_bytes")
 
@@ -134,7 +135,7 @@ def streams(ex: Exchange) -> bool:
 def write_json(obj: dict, out, default, streamed: bool) -> None:
     """Write ``obj`` as one line of JSON to text stream ``out`` (UTF-8, no ASCII escaping);
     with ``streamed`` (see :func:`streams`) the records of large batches
-    (:class:`StreamedRecords`) are rendered and written one at a time."""
+    (:class:`StreamedRecords`) are rendered and written ``STREAM_CHUNK`` at a time."""
     if not streamed:
         out.write(json.dumps(obj, ensure_ascii=False, default=default))
         return
