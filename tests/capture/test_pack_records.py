@@ -172,9 +172,8 @@ def test_the_route_is_asked_for_once_after_the_secrets_before_the_first_packet(
         for _ in packets.pack_records(first_route, bufs, HEADER, TICK, EVERY_NS,
                                       [-1, 0, 0, 0, 0], 1 << 30, 0xFFFF):
             pass
-    head = ["secrets"] if kind == "pcapng" else []
-    middle = ["secrets"] if kind == "pcapng" else []
-    assert log == head + ["route", "packet"] + middle + ["packet"]
+    secrets = ["secrets"] if kind == "pcapng" else []     # one before each packet
+    assert log == secrets + ["route", "packet"] + secrets + ["packet"]
     tick = len(HEADER(0, 0, 0, TICK, 0))       # one a second, to every buffer: two each
     assert len(bufs[0]) == 2 * tick
     assert len(bufs[1]) == 2 * (tick + len(frame)) + 2 * tick
