@@ -33,7 +33,7 @@ from kafkasniff.errors import DefinitionError
 from kafkasniff.model import DecodeIssue, Exchange, Message, WireFormat
 from kafkasniff.output.render import json_default
 from kafkasniff.protocol import legacy07
-from kafkasniff.protocol.walk import PARTITION, PlanWalker
+from kafkasniff.protocol.walk import PlanWalker
 
 _HOUR_NS = 3_600_000_000_000
 _I64 = 1 << 63
@@ -79,9 +79,14 @@ def split_endpoint(endpoint: str) -> tuple[str, int]:
     return host, int(port)
 
 
+@lru_cache(maxsize=65536)
+def _endpoint_parts(client: str, broker: str) -> tuple[str, int, str, int]:
+    """``(client_ip, client_port, broker_ip, broker_port)`` (:func:`split_endpoint`)."""
+    return split_endpoint(client) + split_endpoint(broker)
+
+
 def _endpoints(client: str, broker: str) -> dict:
-    cip, cport = split_endpoint(client)
-    bip, bport = split_endpoint(broker)
+    cip, cport, bip, bport = _endpoint_parts(client, broker)
     return {"client": client, "broker": broker, "client_ip": cip, "client_port": cport,
             "broker_ip": bip, "broker_port": bport}
 
@@ -219,56 +224,49 @@ for _k in _WANTED - _WANTED_TOP:
     _a, _b = _k.split(".")
     _WANTED_NESTED[_a] = _WANTED_NESTED.get(_a, ()) + (_b,)
 
-_SCALARS = {"int8", "int16", "int32", "int64", "string", "bool", "float64"}
-_SCALAR, _NESTED = "scalar", "nested"
+#: Python types of the scalar kinds (int8 ... int64, string, bool, float64) as decoded
+_SCALAR_TYPES = frozenset((int, str, bool, float))
 
 
-def _partition_field(f) -> str | None:
-    """The partition columns' fields: wanted scalars, and the structs holding wanted ones
-    (``current_leader``)."""
-    if f.kind in _SCALARS and f.key in _WANTED_TOP:
-        return _SCALAR
-    if f.kind == "struct" and f.key in _WANTED_NESTED:
-        return _NESTED
+def _no_field(f) -> None:
     return None
 
 
-#: partition structs (a partition index under a topic) and their wanted fields
-_PARTITIONS = PlanWalker(_partition_field, partition_structs=True)
+#: the partition structs (a partition index under a topic), visited once each; the wanted
+#: fields are read from the struct's dict
+_PARTITIONS = PlanWalker(_no_field, partition_structs=True)
 
 
 def _walk_partitions(plan, body: dict, side: str, out: dict) -> None:
     """Merge the partitions of ``body`` (decoded with ``plan``) into ``out``, keyed by
-    (topic or topic id, partition): each entry's ``side`` dict gets the values of the wanted
-    fields of the partition struct (``""``: the side carries the partition)."""
-    here: dict[int, dict] = {}      # id(partition struct) -> its side's values
+    (topic or topic id, partition): each entry's ``side`` dict gets the wanted fields of
+    the partition struct in wire order: scalars by key, a wanted struct's scalars as
+    ``"current_leader.leader_id"`` ...; ``""``: the side carries the partition. When a
+    partition appears twice on a side, its first struct's values win."""
 
     def visit(tag, key, v, struct, node, topic, topic_id, partition, path):
-        if tag is PARTITION:
-            k = (topic if topic is not None else topic_id, v)
-            entry = out.get(k)
-            if entry is None:
-                entry = out[k] = {"topic": topic, "topic_id": topic_id, "partition": v,
-                                  "request": {}, "response": {}}
-            else:
-                if entry["topic"] is None:
-                    entry["topic"] = topic
-                if entry["topic_id"] is None:
-                    entry["topic_id"] = topic_id
-            vals = here[id(struct)] = entry[side]
-            vals[""] = True
-            return
-        vals = here.get(id(struct))
-        if vals is None:
-            return      # not a partition struct
-        if tag is _SCALAR:
-            if key not in vals:
-                vals[key] = v
-        elif type(v) is dict:
-            for sub in _WANTED_NESTED[key]:
-                sv = v.get(sub)
-                if sv is not None:
-                    vals.setdefault(f"{key}.{sub}", sv)
+        k = (topic if topic is not None else topic_id, v)
+        entry = out.get(k)
+        if entry is None:
+            entry = out[k] = {"topic": topic, "topic_id": topic_id, "partition": v,
+                              "request": {}, "response": {}}
+        else:
+            if entry["topic"] is None:
+                entry["topic"] = topic
+            if entry["topic_id"] is None:
+                entry["topic_id"] = topic_id
+        vals = entry[side]
+        vals[""] = True
+        # one pass over the struct's few keys, not one lookup per wanted key
+        for key, sv in struct.items():
+            if key in _WANTED_TOP:
+                if type(sv) in _SCALAR_TYPES and key not in vals:
+                    vals[key] = sv
+            elif key in _WANTED_NESTED and type(sv) is dict:
+                for sub in _WANTED_NESTED[key]:
+                    ssv = sv.get(sub)
+                    if ssv is not None:
+                        vals.setdefault(f"{key}.{sub}", ssv)
 
     _PARTITIONS.walk(plan, body, visit)
 
@@ -344,11 +342,11 @@ def partition_rows(ex: Exchange, base: dict, defs) -> list[dict]:
     if not found:
         return []
     error_name = defs.error_name
+    template = {**base, **_EMPTY_PARTITION}
     rows = []
     for k, entry in found.items():
         q, r = entry["request"], entry["response"]
-        row = dict(base)
-        row.update(_EMPTY_PARTITION)
+        row = template.copy()
         row["topic"] = _str(entry["topic"])
         row["topic_id"] = _str(entry["topic_id"])
         row["partition"] = entry["partition"]
@@ -456,10 +454,6 @@ def _topics(ex: Exchange) -> list[str]:
     return list(ex.wire_topics if ex.topic_ids or ex.wire_topics else ex.topics)
 
 
-#: the TLS columns of a plaintext exchange
-_NO_TLS = {"tls_version": None, "tls_cipher_suite": None, "tls_sni": None}
-
-
 def exchange_rows(ex: Exchange, capture: str, conn_key: str, *, defs=None,
                   with_records: bool = False) -> dict[str, Iterable[dict]]:
     """Rows of one exchange: ``{"exchanges": [row], "partitions": [...], "issues": [...],
@@ -476,32 +470,61 @@ def exchange_rows(ex: Exchange, capture: str, conn_key: str, *, defs=None,
     """
     if defs is None:
         defs = _default_defs()
-    xid = exchange_id(ex, conn_key)
-    tcols = time_columns(ex.ts_ns)
+    # one dict display with constant keys (no ``**`` merges, no helper dicts): this runs
+    # once per exchange of an export; the values are what exchange_id, time_columns,
+    # _endpoints and the Exchange properties give
     q, r = ex.request, ex.response
-    q_floats, r_floats = float_sides(defs, ex.api_key)
-    row = {"capture": capture, **tcols, "exchange_id": xid, "connection_key": conn_key,
-           **_endpoints(ex.client, ex.broker),
-           "status": ex.status, "api_key": ex.api_key, "api_name": ex.api_name,
-           "api_version": ex.api_version, "correlation_id": ex.correlation_id,
-           "client_id": ex.client_id, "latency_ns": ex.latency_ns,
-           "latency_ms": ex.latency_ns / 1e6 if ex.latency_ns is not None else None,
-           "request_bytes": ex.request_bytes, "response_bytes": ex.response_bytes,
-           "request_first_ts_ns": q.first_ts_ns if q is not None else None,
-           "request_last_ts_ns": q.last_ts_ns if q is not None else None,
-           "response_first_ts_ns": r.first_ts_ns if r is not None else None,
-           "response_last_ts_ns": r.last_ts_ns if r is not None else None,
-           "request_complete": q.complete if q is not None else None,
-           "response_complete": r.complete if r is not None else None,
-           "errors": list(ex.errors), "error_count": len(ex.errors),
+    if q is not None:
+        ts_ns = q_first = q.first_ts_ns
+        q_last, q_complete, q_bytes, q_off = q.last_ts_ns, q.complete, q.frame_bytes, \
+            q.stream_offset
+    else:
+        q_first = q_last = q_complete = None
+        q_bytes, q_off = 0, -1
+    if r is not None:
+        r_first, r_last, r_complete, r_bytes, r_off = r.first_ts_ns, r.last_ts_ns, \
+            r.complete, r.frame_bytes, r.stream_offset
+        if q is None:
+            ts_ns = r_first
+    else:
+        r_first = r_last = r_complete = None
+        r_bytes, r_off = 0, -1
+        if q is None:
+            ts_ns = 0
+    xid = f"{conn_key}/{q_off}/{r_off}"
+    ts = ts_ns // 1000
+    date, hour = _date_hour(ts_ns // _HOUR_NS)
+    client, broker = ex.client, ex.broker
+    cip, cport, bip, bport = _endpoint_parts(client, broker)
+    api_key, api_name, api_version, client_id = ex.api_key, ex.api_name, ex.api_version, \
+        ex.client_id
+    q_floats, r_floats = float_sides(defs, api_key)
+    latency_ns = ex.latency_ns
+    errors = ex.errors
+    issues = ex.issues
+    tls = ex.tls
+    row = {"capture": capture, "ts": ts, "ts_ns": ts_ns, "date": date, "hour": hour,
+           "exchange_id": xid, "connection_key": conn_key, "client": client,
+           "broker": broker, "client_ip": cip, "client_port": cport, "broker_ip": bip,
+           "broker_port": bport, "status": ex.status, "api_key": api_key,
+           "api_name": api_name, "api_version": api_version,
+           "correlation_id": ex.correlation_id, "client_id": client_id,
+           "latency_ns": latency_ns,
+           "latency_ms": latency_ns / 1e6 if latency_ns is not None else None,
+           "request_bytes": q_bytes, "response_bytes": r_bytes,
+           "request_first_ts_ns": q_first, "request_last_ts_ns": q_last,
+           "response_first_ts_ns": r_first, "response_last_ts_ns": r_last,
+           "request_complete": q_complete, "response_complete": r_complete,
+           "errors": list(errors), "error_count": len(errors),
            "throttle_time_ms": _int(ex.throttle_time_ms),
            "topics": _topics(ex), "topic_ids": list(ex.topic_ids),
            "inferred": ex.inferred, "assumed_version": ex.assumed_version,
-           **(_NO_TLS if ex.tls is None else {"tls_version": ex.tls.version,
-                                              "tls_cipher_suite": ex.tls.cipher_suite,
-                                              "tls_sni": ex.tls.sni}),
-           "issue_kinds": list(dict.fromkeys(str(i.kind) for i in ex.issues)),
-           "issue_count": len(ex.issues),
+           "tls_version": tls.version if tls is not None else None,
+           "tls_cipher_suite": tls.cipher_suite if tls is not None else None,
+           "tls_sni": tls.sni if tls is not None else None,
+           "issue_kinds": list(dict.fromkeys([str(i.kind) for i in issues])) if issues
+           else [],
+           "issue_count": len(issues),
            "request_json": body_json(q, q_floats), "response_json": body_json(r, r_floats),
            "long_poll": ex.long_poll, "long_poll_rule": ex.long_poll_rule}
     s = ex.records
@@ -509,11 +532,13 @@ def exchange_rows(ex: Exchange, capture: str, conn_key: str, *, defs=None,
         row.update(_record_summary_columns(s))
         row.update(min_timestamp_ms=s.min_timestamp_ms, max_timestamp_ms=s.max_timestamp_ms,
                    transactional=s.transactional, control=s.control)
-    pbase = {"capture": capture, **tcols, "exchange_id": xid, "api_key": ex.api_key,
-             "api_name": ex.api_name, "api_version": ex.api_version,
-             "client_id": ex.client_id, "client": ex.client, "broker": ex.broker}
+    pbase = {"capture": capture, "ts": ts, "ts_ns": ts_ns, "date": date, "hour": hour,
+             "exchange_id": xid, "api_key": api_key, "api_name": api_name,
+             "api_version": api_version, "client_id": client_id, "client": client,
+             "broker": broker}
     out = {"exchanges": [row], "partitions": partition_rows(ex, pbase, defs),
-           "issues": [issue_row(i, capture, conn_key, xid, ex.ts_ns) for i in ex.issues]}
+           "issues": [issue_row(i, capture, conn_key, xid, ts_ns) for i in issues]
+           if issues else []}
     if with_records:
         out["records"] = record_rows(ex, xid, capture, defs)
     return out

@@ -188,9 +188,21 @@ class TableWriter:
             self._convert()
 
     def write_many(self, rows: Iterable[dict]) -> None:
-        """Add rows."""
-        for row in rows:
-            self.write(row)
+        """Add rows (converted in the same batches as one :meth:`write` per row)."""
+        if type(rows) is not list:
+            for row in rows:
+                self.write(row)
+            return
+        every = self._convert_every
+        i, n = 0, len(rows)
+        while i < n:
+            room = every - len(self._pending)
+            part = rows if i == 0 and n <= room else rows[i:i + room]
+            self._pending.extend(part)
+            self.rows_written += len(part)
+            i += len(part)
+            if len(self._pending) >= every:
+                self._convert()
 
     def _open(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -444,7 +456,8 @@ class ExportSink:
                 tables = _rows.exchange_rows(rec, capture, ck, defs=self.defs,
                                              with_records=self.with_records)
                 for table, rows in tables.items():
-                    self.add_rows(table, rows)
+                    if rows:                    # an empty list: no call
+                        self.add_rows(table, rows)
             except Exception as exc:  # noqa: BLE001 - a kafkasniff bug on one exchange
                 self.internal_errors += 1
                 issue = DecodeIssue(

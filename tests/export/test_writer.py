@@ -76,6 +76,30 @@ def test_files_appear_atomically(tmp_path):
     assert md.row_group(0).column(0).compression == "ZSTD"
 
 
+@pytest.mark.parametrize("sizes", [(10,), (3, 10, 1), (4, 4, 4), (1,) * 9, (7, 0, 2)])
+@pytest.mark.parametrize("row_group_rows", [1, 4, 5, 2048])
+def test_write_many_cuts_batches_as_writes_one_by_one(tmp_path, sizes, row_group_rows):
+    # write_many takes a list in slices up to the next conversion; the row groups (and
+    # the rows in them) must be those of one write per row
+    rows = issue_rows(sum(sizes))
+    one, many = tmp_path / "one.parquet", tmp_path / "many.parquet"
+    w = TableWriter(one, "issues", row_group_rows=row_group_rows)
+    for row in rows:
+        w.write(row)
+    w.close()
+    w = TableWriter(many, "issues", row_group_rows=row_group_rows)
+    start = 0
+    for n in sizes:
+        w.write_many(rows[start:start + n])
+        start += n
+    assert w.rows_written == len(rows)
+    w.close()
+    a, b = pq.ParquetFile(one), pq.ParquetFile(many)
+    assert [a.metadata.row_group(i).num_rows for i in range(a.num_row_groups)] == \
+        [b.metadata.row_group(i).num_rows for i in range(b.num_row_groups)]
+    assert b.read().to_pylist() == a.read().to_pylist()
+
+
 def test_sink_keeps_files_hidden_until_closed(tmp_path):
     sink = ExportSink(tmp_path, file_stem="x", row_group_rows=3)
     sink.add_rows("issues", issue_rows(20))
