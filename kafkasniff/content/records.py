@@ -12,8 +12,6 @@ condenses them into what a line of ``read`` shows.
 
 from __future__ import annotations
 
-from collections import Counter
-
 from kafkasniff.content.budgets import BudgetMeter, Budgets
 from kafkasniff.issues import IssueKind
 from kafkasniff.model import LocatedRecords, RecordsSummary
@@ -89,7 +87,7 @@ def decode_located(located: list[LocatedRecords], *, with_records: bool,
         budgets = meter.budgets
         frame_bytes = budgets.limit("frame_uncompressed_bytes")
         frame_records = budgets.limit("frame_records")
-        skipped: Counter = Counter()
+        skipped: dict[str, int] = {}    # a plain dict: one per frame with records
     for loc in located:
         raw = loc.records
         if raw.decoded is None:
@@ -116,11 +114,11 @@ def decode_located(located: list[LocatedRecords], *, with_records: bool,
                 if rs.not_decompressed:
                     name = ("capture_uncompressed_bytes" if capture_bytes <= frame_bytes
                             + rs.decompressed_bytes else "frame_uncompressed_bytes")
-                    skipped[name] += rs.not_decompressed
+                    skipped[name] = skipped.get(name, 0) + rs.not_decompressed
                 if rs.not_decoded:
                     name = ("capture_records" if capture_records <= frame_records + n
                             else "frame_records")
-                    skipped[name] += rs.not_decoded
+                    skipped[name] = skipped.get(name, 0) + rs.not_decoded
         rs = raw.decoded
         base = raw.offset if raw.offset >= 0 else 0
         for ri in rs.issues:
