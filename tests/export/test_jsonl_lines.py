@@ -1,6 +1,7 @@
 """The JSON Lines rows of ``export --format jsonl``: written by orjson, byte for byte what
-the standard library's ``json`` writes for the same row (floats as ``1e-07`` and ``NaN``,
-rows orjson refuses handed to the standard library), every column in the schema's order."""
+the standard library's ``json`` writes for the same row, then a newline, in UTF-8 (floats as
+``1e-07`` and ``NaN``, rows orjson refuses handed to the standard library), every column in
+the schema's order."""
 
 from __future__ import annotations
 
@@ -75,7 +76,7 @@ def _rows(table: str):
 def test_a_line_is_the_standard_librarys(table_row):
     table, row = table_row
     schema = SCHEMAS[table]
-    assert _jsonl_encoder(schema)(row) == stdlib_line(schema, row)
+    assert _jsonl_encoder(schema)(row) == (stdlib_line(schema, row) + "\n").encode("utf-8")
 
 
 def test_floats_keep_the_standard_librarys_text():
@@ -83,7 +84,7 @@ def test_floats_keep_the_standard_librarys_text():
     encode = _jsonl_encoder(schema)
     for value, text in ((1e-07, "1e-07"), (math.nan, "NaN"), (-math.inf, "-Infinity"),
                         (1e16, "1e+16"), (2.5, "2.5")):
-        line = encode({"latency_ms": value})
+        line = encode({"latency_ms": value}).decode("utf-8")
         assert f'"latency_ms":{text},' in line and line == stdlib_line(schema,
-                                                                      {"latency_ms": value})
+                                                                      {"latency_ms": value}) + "\n"
     assert list(json.loads(encode({"extra": 1}))) == schema.names
