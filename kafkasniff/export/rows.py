@@ -426,22 +426,22 @@ def record_rows(ex: Exchange, xid: str, capture: str, defs) -> Iterator[dict]:
                          partition_leader_epoch=b.partition_leader_epoch,
                          batch_base_offset=b.base_offset)
             for r in b.records:
-                row = dict(bbase)
                 tms = r.timestamp_ms
                 off = r.offset
                 if not -_I64 <= off < _I64:     # base + delta of a crafted batch
                     off = _wrap_int64(off)
                 if tms is not None and not -_I64 <= tms < _I64:
                     tms = _wrap_int64(tms)
+                key, value, headers = r.key, r.value, r.headers
+                row = dict(bbase)
                 row["offset"] = off
                 row["timestamp_ms"] = tms
                 row["timestamp"] = tms * 1000 if tms is not None and \
                     _MIN_TS_MS <= tms <= _MAX_TS_MS else None
-                row["key"] = r.key if r.key is None or type(r.key) is bytes else bytes(r.key)
-                row["value"] = r.value if r.value is None or type(r.value) is bytes \
-                    else bytes(r.value)
+                row["key"] = key if key is None or type(key) is bytes else bytes(key)
+                row["value"] = value if value is None or type(value) is bytes else bytes(value)
                 row["headers"] = [{"key": k, "value": v if v is None or type(v) is bytes
-                                   else bytes(v)} for k, v in r.headers]
+                                   else bytes(v)} for k, v in headers] if headers else []
                 row["control_type"] = r.control.get("type_name") if r.control else None
                 yield row
 
