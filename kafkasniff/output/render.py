@@ -329,9 +329,15 @@ def write_exchange(ex: Exchange, out, *, as_json: bool, with_records: bool,
     else:
         out.write(exchange_line(ex, color))
         if with_records:
+            # STREAM_CHUNK lines a write: two writes a record were half of read --records
+            chunk: list[str] = []
             for line in record_lines(ex, value_bytes):
-                out.write("\n")
-                out.write(line)
+                chunk.append(line)
+                if len(chunk) == STREAM_CHUNK:
+                    out.write("\n" + "\n".join(chunk))
+                    chunk.clear()
+            if chunk:
+                out.write("\n" + "\n".join(chunk))
     out.write("\n")
 
 

@@ -46,3 +46,18 @@ def test_streamed_records_are_written_as_json_dumps_writes_them(n):
     assert out.getvalue() == json.dumps(obj, ensure_ascii=False, default=default)
     assert json.loads(out.getvalue())["records"][n - 1:] == \
         ([record_to_dict(records[-1], 64)] if n else [])
+
+
+@pytest.mark.parametrize("n", [0, 1, STREAM_CHUNK - 1, STREAM_CHUNK, STREAM_CHUNK + 1,
+                               2 * STREAM_CHUNK + 7])
+def test_record_lines_are_written_in_chunks_as_one_by_one(n, monkeypatch):
+    """``read --records`` writes a batch's record lines ``STREAM_CHUNK`` at a time: the text
+    is the exchange's line, then each record's line after a newline, then a newline."""
+    from kafkasniff.output import render
+
+    lines = [f"    t[0] @{i} key=k{i} välue" for i in range(n)]
+    monkeypatch.setattr(render, "exchange_line", lambda ex, color: "EXCHANGE")
+    monkeypatch.setattr(render, "record_lines", lambda ex, value_bytes: iter(lines))
+    out = io.StringIO()
+    render.write_exchange(object(), out, as_json=False, with_records=True)
+    assert out.getvalue() == "EXCHANGE" + "".join("\n" + line for line in lines) + "\n"
