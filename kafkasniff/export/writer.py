@@ -57,7 +57,7 @@ _BATCH_ROWS = 2048  # rows kept as Python dicts before conversion to an Arrow ba
 
 # ------------------------------------------------------------------------------- JSON Lines
 
-@lru_cache(maxsize=65536)
+@lru_cache(maxsize=4096)
 def _iso_us(us: int) -> str:
     """``2024-05-01T12:00:00.000001Z`` for microseconds since the epoch. Cached: the rows of
     a batch share their ``ts``, and its records' timestamps (milliseconds) repeat."""
@@ -202,7 +202,7 @@ class TableWriter:
         every = self._convert_every
         i, n = 0, len(rows)
         while i < n:
-            room = every - len(self._pending)
+            room = max(every - len(self._pending), 1)
             part = rows if i == 0 and n <= room else rows[i:i + room]
             self._pending.extend(part)
             self.rows_written += len(part)
