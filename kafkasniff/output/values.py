@@ -10,8 +10,13 @@ Parquet ``records`` table (``export --records``), not here.
 from __future__ import annotations
 
 import json
+from functools import lru_cache
 
 DEFAULT_MAX_BYTES = 256
+
+
+#: keys and values up to this size are described once per distinct content (cached)
+_CACHED_BYTES = 64
 
 
 def describe_bytes(data: bytes | None, max_bytes: int = DEFAULT_MAX_BYTES, *,
@@ -20,7 +25,23 @@ def describe_bytes(data: bytes | None, max_bytes: int = DEFAULT_MAX_BYTES, *,
     ``size_bytes`` and one of ``text``, ``json``, ``hex``, or ``schema_id`` + ``payload``
     (itself described, as text, JSON or hex: a schema frame is not looked for inside another,
     so crafted bytes cannot nest them without end), plus ``truncated: true`` when the shown
-    part was capped. ``max_bytes`` <= 0 shows everything."""
+    part was capped. ``max_bytes`` <= 0 shows everything.
+
+    A ``bytes`` value of at most 64 bytes is described once per distinct content (keys
+    repeat; a crafted batch repeats one control record a million times): the same dict is
+    returned for the same bytes, to be read, never changed."""
+    if type(data) is bytes and len(data) <= _CACHED_BYTES:
+        return _describe_small(data, max_bytes, schema_frame)
+    return _describe(data, max_bytes, schema_frame)
+
+
+@lru_cache(maxsize=1024)
+def _describe_small(data: bytes, max_bytes: int, schema_frame: bool) -> dict | None:
+    return _describe(data, max_bytes, schema_frame)
+
+
+def _describe(data: bytes | None, max_bytes: int, schema_frame: bool) -> dict | None:
+    """What :func:`describe_bytes` returns, made each time."""
     if data is None:
         return None
     n = len(data)
@@ -28,7 +49,7 @@ def describe_bytes(data: bytes | None, max_bytes: int = DEFAULT_MAX_BYTES, *,
         schema_id = int.from_bytes(data[1:5], "big", signed=True)
         if schema_id > 0:
             return {"size_bytes": n, "schema_id": schema_id,
-                    "payload": describe_bytes(data[5:], max_bytes, schema_frame=False)}
+                    "payload": _describe(data[5:], max_bytes, False)}
     shown = data[:max_bytes] if max_bytes > 0 else data
     out: dict = {"size_bytes": n}
     try:

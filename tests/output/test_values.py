@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import json
 
-from kafkasniff.output.values import describe_bytes, short
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kafkasniff.output.values import _describe, describe_bytes, short
 
 
 def test_text_json_hex_and_null():
@@ -38,3 +41,18 @@ def test_crafted_values_do_not_recurse_without_end():
     deep = b"[" * 5000 + b"]" * 5000
     assert describe_bytes(deep, 0) == {"size_bytes": 10000, "text": deep.decode()}
     json.dumps(describe_bytes(nested, 0))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=80) | st.sampled_from([b'{"a": [1, 2]}', b"\x00\x00\x00\x00\x07hi",
+                                                 b"\t\r\n", b"\xff\xfe", b""]),
+       st.sampled_from([0, 4, 64, 256]), st.booleans())
+def test_cached_descriptions_equal_fresh_ones(data, max_bytes, schema_frame):
+    # bytes of up to 64 are described once per content: the cached dict is the fresh one,
+    # whatever was described before (a bytearray of the same content is never cached)
+    first = describe_bytes(data, max_bytes, schema_frame=schema_frame)
+    fresh = _describe(data, max_bytes, schema_frame)
+    assert first == fresh
+    assert describe_bytes(bytearray(data), max_bytes, schema_frame=schema_frame) == fresh
+    again = describe_bytes(data, max_bytes, schema_frame=schema_frame)
+    assert again == fresh and (again is first) == (len(data) <= 64)
