@@ -79,14 +79,9 @@ def split_endpoint(endpoint: str) -> tuple[str, int]:
     return host, int(port)
 
 
-@lru_cache(maxsize=65536)
-def _endpoint_parts(client: str, broker: str) -> tuple[str, int, str, int]:
-    """``(client_ip, client_port, broker_ip, broker_port)`` (:func:`split_endpoint`)."""
-    return split_endpoint(client) + split_endpoint(broker)
-
-
 def _endpoints(client: str, broker: str) -> dict:
-    cip, cport, bip, bport = _endpoint_parts(client, broker)
+    cip, cport = split_endpoint(client)
+    bip, bport = split_endpoint(broker)
     return {"client": client, "broker": broker, "client_ip": cip, "client_port": cport,
             "broker_ip": bip, "broker_port": bport}
 
@@ -470,32 +465,16 @@ def exchange_rows(ex: Exchange, capture: str, conn_key: str, *, defs=None,
     """
     if defs is None:
         defs = _default_defs()
-    # one dict display with constant keys (no ``**`` merges, no helper dicts): this runs
-    # once per exchange of an export; the values are what exchange_id, time_columns,
-    # _endpoints and the Exchange properties give
+    # one dict display with constant keys (no ``**`` merges of helper dicts): this runs
+    # once per exchange of an export
     q, r = ex.request, ex.response
-    if q is not None:
-        ts_ns = q_first = q.first_ts_ns
-        q_last, q_complete, q_bytes, q_off = q.last_ts_ns, q.complete, q.frame_bytes, \
-            q.stream_offset
-    else:
-        q_first = q_last = q_complete = None
-        q_bytes, q_off = 0, -1
-    if r is not None:
-        r_first, r_last, r_complete, r_bytes, r_off = r.first_ts_ns, r.last_ts_ns, \
-            r.complete, r.frame_bytes, r.stream_offset
-        if q is None:
-            ts_ns = r_first
-    else:
-        r_first = r_last = r_complete = None
-        r_bytes, r_off = 0, -1
-        if q is None:
-            ts_ns = 0
-    xid = f"{conn_key}/{q_off}/{r_off}"
+    ts_ns = ex.ts_ns
+    xid = exchange_id(ex, conn_key)
     ts = ts_ns // 1000
     date, hour = _date_hour(ts_ns // _HOUR_NS)
     client, broker = ex.client, ex.broker
-    cip, cport, bip, bport = _endpoint_parts(client, broker)
+    cip, cport = split_endpoint(client)
+    bip, bport = split_endpoint(broker)
     api_key, api_name, api_version, client_id = ex.api_key, ex.api_name, ex.api_version, \
         ex.client_id
     q_floats, r_floats = float_sides(defs, api_key)
@@ -511,10 +490,13 @@ def exchange_rows(ex: Exchange, capture: str, conn_key: str, *, defs=None,
            "correlation_id": ex.correlation_id, "client_id": client_id,
            "latency_ns": latency_ns,
            "latency_ms": latency_ns / 1e6 if latency_ns is not None else None,
-           "request_bytes": q_bytes, "response_bytes": r_bytes,
-           "request_first_ts_ns": q_first, "request_last_ts_ns": q_last,
-           "response_first_ts_ns": r_first, "response_last_ts_ns": r_last,
-           "request_complete": q_complete, "response_complete": r_complete,
+           "request_bytes": ex.request_bytes, "response_bytes": ex.response_bytes,
+           "request_first_ts_ns": q.first_ts_ns if q is not None else None,
+           "request_last_ts_ns": q.last_ts_ns if q is not None else None,
+           "response_first_ts_ns": r.first_ts_ns if r is not None else None,
+           "response_last_ts_ns": r.last_ts_ns if r is not None else None,
+           "request_complete": q.complete if q is not None else None,
+           "response_complete": r.complete if r is not None else None,
            "errors": list(errors), "error_count": len(errors),
            "throttle_time_ms": _int(ex.throttle_time_ms),
            "topics": _topics(ex), "topic_ids": list(ex.topic_ids),
