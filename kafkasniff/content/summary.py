@@ -25,6 +25,8 @@ ERROR = "error"
 TOPIC = "topic"
 TOPIC_LIST = "topic_list"
 TOPIC_ID = "topic_id"
+#: the tags in the order :meth:`~kafkasniff.protocol.walk.PlanWalker.gather` takes them
+_TAGS = (ERROR, TOPIC, TOPIC_LIST, TOPIC_ID)
 
 
 def summary_field(f: FieldPlan) -> str | None:
@@ -120,28 +122,11 @@ class Summarizer:
              topic_ids: list[str]) -> None:
         """Collect error codes (code -> count), topic names and topic ids from ``body``, in
         wire order, and teach the registry every (topic id, name) pair a struct carries."""
+        pairs: list[tuple[str, str]] = []
+        self.walker.gather(plan, body, _TAGS, errors, topics, topic_ids, pairs)
         learn = self.registry.learn
-
-        def visit(tag, key, v, struct, node, topic, topic_id, partition, path):
-            if tag is ERROR:
-                if v:
-                    errors[v] = errors.get(v, 0) + 1
-            elif tag is TOPIC:
-                topics[v] = None
-            elif tag is TOPIC_ID:
-                if v != ZERO_UUID:  # the zero uuid means "no id, use the name"
-                    topic_ids.append(v)
-                    name_key = node.topic_key
-                    if name_key is not None:
-                        name = struct.get(name_key)
-                        if name is not None:
-                            learn(v, name)
-            elif tag is TOPIC_LIST:
-                for t in v:
-                    if t is not None:  # a null item is a spec departure, reported as such
-                        topics[t] = None
-
-        self.walker.walk(plan, body, visit)
+        for topic_id, name in pairs:
+            learn(topic_id, name)
 
     def summarize(self, request_plan: StructPlan | None, request_body: dict | None,
                   response_plan: StructPlan | None, response_body: dict | None

@@ -17,3 +17,5 @@ cdef class PlanWalker:
 
     cdef object _walk(self, Node node, dict d, object visit, object topic, object topic_id,
                       object partition, str path, bint paths)
+    cdef object _gather(self, Node node, dict d, tuple tags, dict counts, dict names,
+                        list ids, list pairs)

@@ -35,6 +35,7 @@ from __future__ import annotations
 from typing import Callable
 
 from kafkasniff.protocol.plans import FieldPlan, StructPlan
+from kafkasniff.protocol.primitives import ZERO_UUID
 
 #: field names of a partition index (int32) in Kafka's specs
 PARTITION_KEYS = ("partition_index", "index", "partition")
@@ -161,6 +162,60 @@ class PlanWalker:
         node = hit[1] if hit is not None else self.tree(plan)
         if node is not None and type(body) is dict:
             self._walk(node, body, visit, None, None, None, "", paths)
+
+    def gather(self, plan: StructPlan, body: dict | None, tags: tuple, counts: dict,
+               names: dict, ids: list, pairs: list) -> None:
+        """The walk of :meth:`walk` without a callback: what an exchange's summary collects
+        (:mod:`kafkasniff.content.summary`), in wire order, into the containers given.
+
+        ``tags`` is ``(count, name, names, topic_id)``, four of the tags the predicate
+        returns; a selected field whose tag is
+
+        - ``count``: a non-zero value counts once in ``counts`` (value -> occurrences);
+        - ``name``: the value is added to ``names`` (a dict used as an ordered set, values
+          ``None``);
+        - ``names``: each non-null item of the list value is added to ``names``;
+        - ``topic_id``: a value other than the zero uuid is appended to ``ids``, and
+          ``(value, name)`` to ``pairs`` when the same struct holds a non-null topic name.
+
+        Fields of other tags are skipped. Compiled, the whole walk runs in C (no Python
+        call per field)."""
+        hit = self._trees.get(id(plan))
+        node = hit[1] if hit is not None else self.tree(plan)
+        if node is not None and type(body) is dict:
+            self._gather(node, body, tags, counts, names, ids, pairs)
+
+    def _gather(self, node: Node, d: dict, tags: tuple, counts: dict, names: dict, ids: list,
+                pairs: list) -> None:
+        for key, tag, sub in node.entries:
+            v = d.get(key)
+            if v is None:
+                continue
+            if sub is None:
+                if tag is tags[0]:
+                    if v:
+                        counts[v] = counts.get(v, 0) + 1
+                elif tag is tags[1]:
+                    names[v] = None
+                elif tag is tags[3]:
+                    if v != ZERO_UUID:  # the zero uuid means "no id, use the name"
+                        ids.append(v)
+                        name_key = node.topic_key
+                        if name_key is not None:
+                            name = d.get(name_key)
+                            if name is not None:
+                                pairs.append((v, name))
+                elif tag is tags[2]:
+                    for t in v:
+                        if t is not None:  # a null item is a spec departure, reported so
+                            names[t] = None
+            elif tag == _ARRAY:
+                if type(v) is list:
+                    for item in v:
+                        if type(item) is dict:
+                            self._gather(sub, item, tags, counts, names, ids, pairs)
+            elif type(v) is dict:
+                self._gather(sub, v, tags, counts, names, ids, pairs)
 
     def _walk(self, node: Node, d: dict, visit: Visit, topic, topic_id, partition, path: str,
               paths: bool) -> None:
