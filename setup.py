@@ -31,6 +31,7 @@ COMPILED = [
     "kafkasniff.protocol.framing",
     "kafkasniff.protocol.recordloop",
     "kafkasniff.protocol.walk",
+    "kafkasniff.slotfill",
 ]
 
 #: Cython directives: Python semantics everywhere except where a .pxd declares C types

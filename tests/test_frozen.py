@@ -8,12 +8,13 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from kafkasniff import model
+from kafkasniff import model, slotfill
 from kafkasniff.frozen import fast_init
 
 
-def _pair(**options):
-    """A class with every kind of field, once with the dataclass __init__, once fast."""
+def _pair(one_call: bool = False, **options):
+    """A class with every kind of field, once with the dataclass __init__, once fast (its
+    fields stored with one slotfill call, or one descriptor call each)."""
     def make():
         @dataclass(frozen=True, slots=True, **options)
         class Value:
@@ -27,14 +28,15 @@ def _pair(**options):
             def __post_init__(self):
                 self.seen.append(self.a)
         return Value
-    return make(), fast_init(make())
+    return make(), fast_init(make(), one_call=one_call)
 
 
+@pytest.mark.parametrize("one_call", [False, True], ids=["per-field", "one-call"])
 @pytest.mark.parametrize("args,kwargs", [
     ((1,), {}), ((1, "x"), {}), ((1, "x", [2]), {"e": (3,)}), ((), {"a": 5, "c": [1]}),
 ])
-def test_same_values_as_the_dataclass_init(args, kwargs):
-    plain, fast = _pair()
+def test_same_values_as_the_dataclass_init(args, kwargs, one_call):
+    plain, fast = _pair(one_call)
     want, got = plain(*args, **kwargs), fast(*args, **kwargs)
     assert dataclasses.astuple(got) == dataclasses.astuple(want)
     assert got.seen == [got.a]                       # __post_init__ ran once
@@ -43,8 +45,9 @@ def test_same_values_as_the_dataclass_init(args, kwargs):
         got.a = 2
 
 
-def test_same_signature_and_errors():
-    plain, fast = _pair()
+@pytest.mark.parametrize("one_call", [False, True], ids=["per-field", "one-call"])
+def test_same_signature_and_errors(one_call):
+    plain, fast = _pair(one_call)
     assert str(inspect.signature(fast)) == str(inspect.signature(plain))
     for args, kwargs in (((), {}), ((1, 2, 3, 4), {}), ((1,), {"d": 1}), ((1,), {"z": 1})):
         with pytest.raises(TypeError):
@@ -74,4 +77,45 @@ def test_the_model_uses_it():
         assert cls.__init__.__module__ == cls.__module__
         names = cls.__init__.__code__.co_names
         assert "__dataclass_builtins_object__" not in names    # the dataclass's own __init__
-        assert "_s_" in " ".join(names)
+        if slotfill.COMPILED:
+            assert "_fill" in names and "_s_" not in " ".join(names)
+        else:
+            assert "_s_" in " ".join(names) and "_fill" not in names
+
+
+@pytest.mark.parametrize("one_call", [False, True], ids=["per-field", "one-call"])
+def test_the_model_values_equal_the_dataclass_constructors(one_call):
+    """Every value type of the model, built by either constructor: the same fields as the
+    dataclass's own constructor gives (a fresh, undecorated copy of the class)."""
+    for cls in (model.Message, model.Exchange, model.DecodeIssue):
+        fields = dataclasses.fields(cls)
+        plain = dataclass(frozen=True, slots=True)(
+            type(cls.__name__, (), {"__annotations__": {f.name: f.type for f in fields},
+                                    **{f.name: f for f in fields}}))
+        fast = fast_init(dataclass(frozen=True, slots=True)(
+            type(cls.__name__, (), {"__annotations__": {f.name: f.type for f in fields},
+                                    **{f.name: f for f in fields}})), one_call=one_call)
+        required = [f for f in fields if f.init and f.default is dataclasses.MISSING
+                    and f.default_factory is dataclasses.MISSING]
+        args = [object() for _ in required]
+        want, got = plain(*args), fast(*args)
+        values = [(getattr(got, f.name), getattr(want, f.name)) for f in fields]
+        assert all(a is b or a == b for a, b in values)
+        assert [a for a, _ in values][:len(args)] == args
+
+
+def test_fill_stores_in_order_and_checks_lengths():
+    @dataclass(frozen=True, slots=True)
+    class V:
+        a: int
+        b: int
+    v = V(1, 2)
+    slotfill.fill(v, ("a", "b"), (3, 4))
+    assert (v.a, v.b) == (3, 4)
+    with pytest.raises(ValueError):
+        slotfill.fill(v, ("a", "b"), (5,))
+    assert (v.a, v.b) == (3, 4)                       # nothing stored
+    with pytest.raises(AttributeError):
+        slotfill.fill(v, ("c",), (1,))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        v.a = 1
