@@ -15,6 +15,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
+from kafkasniff.frozen import fast_init
 from kafkasniff.issues import IssueKind
 from kafkasniff.protocol.codegen import UNKNOWN_TAGS_KEY
 from kafkasniff.protocol.primitives import RawRecords, read_uvarint, uuid_to_str
@@ -23,6 +24,7 @@ from kafkasniff.protocol.plans import FIXED_SIZES, STRUCT_CODES, FieldPlan, Stru
 _UNPACK = {k: struct.Struct(">" + c).unpack_from for k, c in STRUCT_CODES.items()}
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class BodyIssue:
     """A departure found while decoding a body.

@@ -218,6 +218,7 @@ class Batch:
     issues: tuple[RecordIssue, ...] = ()
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class RecordSet:
     """The decoded content of one ``records`` field.
