@@ -118,36 +118,37 @@ class Summarizer:
         node = self.walker.tree(plan)
         return node.entries if node is not None else ()
 
-    def walk(self, plan: StructPlan, body: dict, errors: dict[int, int], topics: dict[str, None],
-             topic_ids: list[str]) -> None:
-        """Collect error codes (code -> count), topic names and topic ids from ``body``, in
-        wire order, and teach the registry every (topic id, name) pair a struct carries."""
-        pairs: list[tuple[str, str]] = []
-        self.walker.gather(plan, body, _TAGS, errors, topics, topic_ids, pairs)
-        learn = self.registry.learn
-        for topic_id, name in pairs:
-            learn(topic_id, name)
-
     def summarize(self, request_plan: StructPlan | None, request_body: dict | None,
                   response_plan: StructPlan | None, response_body: dict | None
                   ) -> "Summary":
-        """Errors, throttle time and topics of one exchange (see :class:`Summary`)."""
+        """Errors, throttle time and topics of one exchange (see :class:`Summary`); teaches
+        the registry every (topic id, name) pair a struct of either body carries."""
         errors: dict[int, int] = {}
         names: dict[str, None] = {}
         ids: list[str] = []
+        pairs: list[tuple[str, str]] = []
+        gather = self.walker.gather
         throttle = None
         if response_body is not None and response_plan is not None:
-            self.walk(response_plan, response_body, errors, names, ids)
+            gather(response_plan, response_body, _TAGS, errors, names, ids, pairs)
             throttle = response_body.get("throttle_time_ms")
         if request_body is not None and request_plan is not None:
-            self.walk(request_plan, request_body, {}, names, ids)
+            gather(request_plan, request_body, _TAGS, {}, names, ids, pairs)
+        if pairs:       # every (topic id, name) a struct carries, in wire order
+            learn = self.registry.learn
+            for topic_id, name in pairs:
+                learn(topic_id, name)
         wire_names = tuple(names)
-        resolve = self.registry.resolve
-        topics = dict(names)
-        for tid in ids:
-            topics[resolve(tid)] = None
-        return Summary(tuple(self.defs.error_name(c) for c in errors), throttle, tuple(topics),
-                       errors, wire_names, tuple(dict.fromkeys(ids)))
+        if ids:
+            resolve = self.registry.resolve
+            topics = dict(names)
+            for tid in ids:
+                topics[resolve(tid)] = None
+            resolved, unique_ids = tuple(topics), tuple(dict.fromkeys(ids))
+        else:
+            resolved, unique_ids = wire_names, ()
+        return Summary(tuple(map(self.defs.error_name, errors)) if errors else (), throttle,
+                       resolved, errors, wire_names, unique_ids)
 
 
 class Summary(NamedTuple):
