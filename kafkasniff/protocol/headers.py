@@ -77,6 +77,8 @@ def response_header_version(defs: Definitions, api_key: int, api_version: int) -
 
 
 def _tagged_section(payload: bytes, pos: int) -> tuple[list | None, int]:
+    if payload[pos] == 0:       # no tagged field: nearly every flexible header
+        return None, pos + 1
     count, pos = read_uvarint(payload, pos)
     if count > len(payload) - pos:
         raise DecodeError("tagged field count exceeds the frame", field_path="header._tagged_fields",
