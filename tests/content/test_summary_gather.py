@@ -8,11 +8,10 @@ from __future__ import annotations
 import pytest
 
 from kafkasniff.content.summary import _TAGS, ERROR, TOPIC, TOPIC_ID, TOPIC_LIST, summary_field
-from kafkasniff.export import rows as R
 from kafkasniff.protocol.primitives import ZERO_UUID
 from kafkasniff.protocol.schema import load_definitions
 from kafkasniff.protocol.walk import PlanWalker
-from tests.export.conftest import ALL_CAPTURES, decoded_values
+from tests.export.conftest import ALL_CAPTURES, planned_bodies
 
 _WALKER = PlanWalker(summary_field)
 
@@ -58,14 +57,10 @@ def by_gather(plan, body) -> tuple:
 def test_gather_equals_a_callback_walk_on_every_body(pcap):
     defs = load_definitions()
     found = 0
-    for ex in decoded_values(pcap).exchanges:
-        qplan, rplan = R._plans(ex, defs)
-        for plan, msg in ((qplan, ex.request), (rplan, ex.response)):
-            if plan is None:
-                continue
-            got = by_gather(plan, msg.body)
-            assert got == by_callback(plan, msg.body), (ex.api_name, ex.api_version)
-            found += sum(map(len, got))
+    for ex, side, plan, body in planned_bodies(pcap, defs):
+        got = by_gather(plan, body)
+        assert got == by_callback(plan, body), (ex.api_name, ex.api_version, side)
+        found += sum(map(len, got))
     if pcap.stem in ("librdkafka_errors_latency", "broker_java"):
         assert found > 0
 

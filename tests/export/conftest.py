@@ -110,3 +110,15 @@ def spark(tmp_path_factory):
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
+
+
+def planned_bodies(pcap: Path, defs):
+    """``(exchange, side, plan, body)`` of every decoded body of a capture that has a plan
+    (``side``: ``"request"`` or ``"response"``), in exchange order."""
+    from kafkasniff.export.rows import _plans
+
+    for ex in decoded_values(pcap).exchanges:
+        qplan, rplan = _plans(ex, defs)
+        for plan, msg, side in ((qplan, ex.request, "request"), (rplan, ex.response, "response")):
+            if plan is not None:
+                yield ex, side, plan, msg.body

@@ -11,7 +11,7 @@ import pytest
 from kafkasniff.export import rows as R
 from kafkasniff.protocol.schema import load_definitions
 from kafkasniff.protocol.walk import PARTITION, PlanWalker
-from tests.export.conftest import ALL_CAPTURES, decoded_values
+from tests.export.conftest import ALL_CAPTURES, decoded_values, planned_bodies
 
 _SCALARS = {"int8", "int16", "int32", "int64", "string", "bool", "float64"}
 
@@ -74,14 +74,10 @@ def as_items(found: dict) -> list:
 def test_partition_values_equal_a_walk_of_the_plans_fields(pcap):
     defs = load_definitions()
     compared = 0
-    for ex in decoded_values(pcap).exchanges:
-        qplan, rplan = R._plans(ex, defs)
-        for plan, msg, side in ((qplan, ex.request, "request"), (rplan, ex.response, "response")):
-            if plan is None:
-                continue
-            by_dict, by_field = both(plan, msg.body, side)
-            assert as_items(by_dict) == as_items(by_field), (ex.api_name, ex.api_version, side)
-            compared += len(by_dict)
+    for ex, side, plan, body in planned_bodies(pcap, defs):
+        by_dict, by_field = both(plan, body, side)
+        assert as_items(by_dict) == as_items(by_field), (ex.api_name, ex.api_version, side)
+        compared += len(by_dict)
     if pcap.stem in ("librdkafka_errors_latency", "broker_java", "crafted_records"):
         assert compared > 0
 
