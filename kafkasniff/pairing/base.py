@@ -21,7 +21,7 @@ from kafkasniff.content.frames import ContentDecoder, DecodedFrame
 from kafkasniff.content.redaction import is_redacted, redacted_body
 from kafkasniff.content.waits import WAIT_APIS, long_poll_rule
 from kafkasniff.issues import IssueKind, Severity
-from kafkasniff.model import DecodeIssue, Exchange, Message
+from kafkasniff.model import DecodeIssue, Exchange, Message, WireFormat
 from kafkasniff.protocol.compression import DEFAULT_MAX_BYTES
 from kafkasniff.protocol.detect import request_validator
 from kafkasniff.protocol.framing import DEFAULT_MAX_FRAME_BYTES, Frame, FramerIssue
@@ -311,26 +311,32 @@ class PairingConnection:
 
     def _exchange(self, status: str, api_key: int, api_name: str, api_version: int,
                   correlation_id: int, client_id: str | None, request: Message | None,
-                  response: Message | None, issues: list, **fields) -> Exchange:
+                  response: Message | None, issues: list, *, errors: tuple = (),
+                  throttle_time_ms: int | None = None, topics: tuple = (),
+                  inferred: bool = False, assumed_version: int | None = None,
+                  records=None, record_fields: tuple = (), wire_topics: tuple = (),
+                  topic_ids: tuple = (), wire_format: WireFormat = WireFormat.KAFKA
+                  ) -> Exchange:
         """An :class:`~kafkasniff.model.Exchange` of this connection (latency from the
         request's last byte to the response's first; ``long_poll`` set by
-        :func:`kafkasniff.content.waits.long_poll_rule`); ``fields`` set the optional ones."""
+        :func:`kafkasniff.content.waits.long_poll_rule`); the keyword arguments are the
+        optional fields of the same names."""
         latency = None
         if request is not None and response is not None:
             latency = response.first_ts_ns - request.last_ts_ns
+        long_poll, rule = False, None
         if (request is not None and is_redacted(request.body)) or \
                 (response is not None and is_redacted(response.body)):
             # nothing derived from a redacted body: its records and names could be secrets
-            for name in ("records", "topics", "wire_topics", "topic_ids"):
-                fields.pop(name, None)
-            fields.pop("record_fields", None)
+            records, topics, wire_topics, topic_ids, record_fields = None, (), (), (), ()
         elif api_key in WAIT_APIS and latency is not None:
-            rule = long_poll_rule(api_key, request.body, response.body, latency,
-                                  fields.get("records"))
-            if rule is not None:
-                fields["long_poll"] = True
-                fields["long_poll_rule"] = rule
+            rule = long_poll_rule(api_key, request.body, response.body, latency, records)
+            long_poll = rule is not None
         self.exchanges += 1
+        # positional, in Exchange's field order: a class called with keywords takes twice
+        # as long (tests/pairing/test_exchange_fields.py holds the order)
         return Exchange(self.tcp.conn_id, self.client, self.broker, status, api_key, api_name,
                         api_version, correlation_id, client_id, request, response, latency,
-                        issues=tuple(issues), tls=self.tls, **fields)
+                        errors, throttle_time_ms, topics, inferred, assumed_version,
+                        tuple(issues), records, record_fields, wire_topics, topic_ids,
+                        wire_format, self.tls, long_poll, rule)
