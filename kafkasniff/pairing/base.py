@@ -21,7 +21,7 @@ from kafkasniff.content.frames import ContentDecoder, DecodedFrame
 from kafkasniff.content.redaction import is_redacted, redacted_body
 from kafkasniff.content.waits import WAIT_APIS, long_poll_rule
 from kafkasniff.issues import IssueKind, Severity
-from kafkasniff.model import DecodeIssue, Exchange, Message, WireFormat
+from kafkasniff.model import DecodeIssue, Exchange, Message, RecordsSummary, WireFormat
 from kafkasniff.protocol.compression import DEFAULT_MAX_BYTES
 from kafkasniff.protocol.detect import request_validator
 from kafkasniff.protocol.framing import DEFAULT_MAX_FRAME_BYTES, Frame, FramerIssue
@@ -314,9 +314,9 @@ class PairingConnection:
                   response: Message | None, issues: list, *, errors: tuple = (),
                   throttle_time_ms: int | None = None, topics: tuple = (),
                   inferred: bool = False, assumed_version: int | None = None,
-                  records=None, record_fields: tuple = (), wire_topics: tuple = (),
-                  topic_ids: tuple = (), wire_format: WireFormat = WireFormat.KAFKA
-                  ) -> Exchange:
+                  records: RecordsSummary | None = None, record_fields: tuple = (),
+                  wire_topics: tuple = (), topic_ids: tuple = (),
+                  wire_format: WireFormat = WireFormat.KAFKA) -> Exchange:
         """An :class:`~kafkasniff.model.Exchange` of this connection (latency from the
         request's last byte to the response's first; ``long_poll`` set by
         :func:`kafkasniff.content.waits.long_poll_rule`); the keyword arguments are the
