@@ -57,7 +57,7 @@ def fast_init(cls: T, *, one_call: bool = COMPILED) -> T:
     if set(cls.__dataclass_fields__) != {f.name for f in dataclasses.fields(cls)}:
         raise TypeError(f"{cls.__name__}: fast_init does not handle InitVar or ClassVar "
                         f"fields")
-    ns: dict[str, object] = {"_FACTORY": _FACTORY, "_fill": fill}
+    ns: dict[str, object] = {"_FACTORY": _FACTORY}
     positional: list[str] = []
     keyword: list[str] = []
     names: list[str] = []       # the fields set, in order
@@ -87,7 +87,7 @@ def fast_init(cls: T, *, one_call: bool = COMPILED) -> T:
     params = ["self", *positional] + (["*", *keyword] if keyword else [])
     if one_call:
         # one C call stores every field (kafkasniff.slotfill)
-        ns["_names"] = tuple(names)
+        ns["_fill"], ns["_names"] = fill, tuple(names)
         body = [f"    _fill(self, _names, ({''.join(f'{v}, ' for v in values)}))"] \
             if names else []
     else:

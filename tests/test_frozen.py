@@ -83,18 +83,21 @@ def test_the_model_uses_it():
             assert "_s_" in " ".join(names) and "_fill" not in names
 
 
+def _undecorated(cls):
+    """A fresh frozen slotted dataclass with ``cls``'s fields and its own constructor."""
+    fields = dataclasses.fields(cls)
+    return dataclass(frozen=True, slots=True)(
+        type(cls.__name__, (), {"__annotations__": {f.name: f.type for f in fields},
+                                **{f.name: f for f in fields}}))
+
+
 @pytest.mark.parametrize("one_call", [False, True], ids=["per-field", "one-call"])
 def test_the_model_values_equal_the_dataclass_constructors(one_call):
     """Every value type of the model, built by either constructor: the same fields as the
     dataclass's own constructor gives (a fresh, undecorated copy of the class)."""
     for cls in (model.Message, model.Exchange, model.DecodeIssue):
         fields = dataclasses.fields(cls)
-        plain = dataclass(frozen=True, slots=True)(
-            type(cls.__name__, (), {"__annotations__": {f.name: f.type for f in fields},
-                                    **{f.name: f for f in fields}}))
-        fast = fast_init(dataclass(frozen=True, slots=True)(
-            type(cls.__name__, (), {"__annotations__": {f.name: f.type for f in fields},
-                                    **{f.name: f for f in fields}})), one_call=one_call)
+        plain, fast = _undecorated(cls), fast_init(_undecorated(cls), one_call=one_call)
         required = [f for f in fields if f.init and f.default is dataclasses.MISSING
                     and f.default_factory is dataclasses.MISSING]
         args = [object() for _ in required]
