@@ -1,7 +1,9 @@
 # C types of kafkasniff/capture/pcapfile.py when Cython compiles it (docs/compiled.md); the
 # .py file runs unchanged as plain Python.
 
+from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_GET_SIZE, PyByteArray_Resize
 from cpython.object cimport PyObject_GenericSetAttr
+from libc.string cimport memcpy
 
 cdef object _new
 
@@ -17,3 +19,43 @@ cdef inline int _p_orig(object o, object v) except -1:
     return PyObject_GenericSetAttr(o, "orig_len", v)
 cdef inline int _p_iface(object o, object v) except -1:
     return PyObject_GenericSetAttr(o, "interface_id", v)
+
+# integers read in place from the bytes of a record header (the .py file reads them with
+# struct when it runs as plain Python)
+cdef inline long long _le32(const unsigned char* p, Py_ssize_t o):
+    return p[o] | p[o + 1] << 8 | p[o + 2] << 16 | <long long>p[o + 3] << 24
+cdef inline long long _be32(const unsigned char* p, Py_ssize_t o):
+    return <long long>p[o] << 24 | p[o + 1] << 16 | p[o + 2] << 8 | p[o + 3]
+cdef inline unsigned long long _le64(const unsigned char* p, Py_ssize_t o):
+    cdef unsigned long long v = 0
+    cdef int i
+    for i in range(7, -1, -1):
+        v = v << 8 | p[o + i]
+    return v
+cdef inline void _w32(unsigned char* q, unsigned long long v):
+    q[0] = v & 0xFF
+    q[1] = (v >> 8) & 0xFF
+    q[2] = (v >> 16) & 0xFF
+    q[3] = (v >> 24) & 0xFF
+cdef inline void _w64(unsigned char* q, unsigned long long v):
+    _w32(q, v & 0xFFFFFFFF)
+    _w32(q + 4, v >> 32)
+
+# one PACKED_RECORD and its frame appended to a batch in place (pack_records)
+cdef inline int _put(bytearray b, long long ts, Py_ssize_t n, long long orig, long long kind,
+                     long long idx, bytes src, Py_ssize_t start) except -1:
+    cdef Py_ssize_t at = PyByteArray_GET_SIZE(b)
+    cdef const unsigned char* s = src
+    cdef unsigned char* q
+    if start < 0 or n < 0 or start + n > len(src):
+        raise ValueError("a packed record's frame lies outside its source")
+    PyByteArray_Resize(b, at + 28 + n)
+    q = <unsigned char*>PyByteArray_AS_STRING(b) + at
+    _w64(q, <unsigned long long>ts)
+    _w32(q + 8, <unsigned long long>n)
+    _w32(q + 12, <unsigned long long>orig)
+    _w32(q + 16, <unsigned long long>kind)
+    _w64(q + 20, <unsigned long long>idx)
+    if n:
+        memcpy(q + 28, s + start, n)
+    return 0

@@ -65,6 +65,7 @@ except ImportError:     # plain Python (Cython is only needed to compile: docs/c
 
 __all__ = [
     "MAX_RECORD_BYTES",
+    "PACKED_RECORD",
     "READ_CHUNK_BYTES",
     "Checkpoint",
     "PacketSource",
@@ -98,6 +99,33 @@ if not cython.compiled:
     _p_ts, _p_link, _p_data, _p_orig, _p_iface = (getattr(CapturedPacket, _f).__set__ for _f in (
         "ts_ns", "link_type", "data", "orig_len", "interface_id"))
 _PCAP_RECORD_HEADER_BYTES = 16
+
+#: the header of one record as :meth:`PacketSource.pack_records` packs it (the records of
+#: ``--jobs`` batches, :mod:`kafkasniff.parallel.wire`), read back by :func:`packed_records`:
+#: ``ts_ns`` (int64 ns since the epoch), ``length`` (bytes that follow: the frame),
+#: ``orig_len``, ``kind`` (the link type; negative kinds are the caller's) and the record's
+#: index, little-endian; ``length`` bytes follow
+PACKED_RECORD = struct.Struct("<qIIiQ")
+_PACKED = PACKED_RECORD.size
+if not cython.compiled:
+    _pack = PACKED_RECORD.pack
+
+    def _put(b: bytearray, ts: int, n: int, orig: int, kind: int, idx: int, src: bytes,
+             start: int) -> None:
+        """Append a packed record of ``src[start:start + n]`` to ``b`` (compiled: written
+        in place by the inline C function of pcapfile.pxd)."""
+        b += _pack(ts, n, orig, kind, idx)
+        b += src[start:start + n] if start or n != len(src) else src
+
+    # what pcapfile.pxd reads in place when compiled (plain Python reads with struct)
+    def _le32(p: bytes, o: int) -> int:
+        return int.from_bytes(p[o:o + 4], "little")
+
+    def _be32(p: bytes, o: int) -> int:
+        return int.from_bytes(p[o:o + 4], "big")
+
+    def _le64(p: bytes, o: int) -> int:
+        return int.from_bytes(p[o:o + 8], "little")
 
 # pcapng block types
 _BT_OPB = 0x00000002
@@ -638,9 +666,8 @@ class PacketSource:
         return counts
 
     def pack_records(self, first_route: Callable[[], Callable[[int, bytes], int] | None],
-                     bufs: list[bytearray], header: Callable[..., bytes], tick_kind: int,
-                     tick_every_ns: int, state: list[int], limit: int, report_mask: int
-                     ) -> Iterator[int]:
+                     bufs: list[bytearray], tick_kind: int, tick_every_ns: int,
+                     state: list[int], limit: int, report_mask: int) -> Iterator[int]:
         """Append every packet of this source to one of the byte buffers ``bufs``, packed
         (what ``--jobs`` readers do with every capture).
 
@@ -648,13 +675,13 @@ class PacketSource:
         pcapng secrets blocks before it are read by then) and gives ``route(link_type,
         frame) -> index`` into ``bufs``, or ``None`` for ``bufs[0]``. Packet ``i`` of the
         run (``state[0]`` counts them, from the index before this source's first packet)
-        becomes ``header(ts_ns, caplen, orig_len, link_type, i)`` and its frame, appended
-        to its buffer. Once a packet's time reaches the next tick (``state[3]``; the first
-        packet's does), ``header(ts_ns, 0, 0, tick_kind, i)`` goes to every buffer after the
-        packet and the next tick is due ``tick_every_ns`` later. ``state`` is ``[index,
-        ts_ns of the last packet, ts_ns of the first packet (0: none yet), next tick,
-        packets of this source (0 at its start)]``, read at the start and written back at
-        every yield and at the end.
+        becomes a :data:`PACKED_RECORD` ``(ts_ns, caplen, orig_len, link_type, i)`` and its
+        frame, appended to its buffer. Once a packet's time reaches the next tick
+        (``state[3]``; the first packet's does), ``(ts_ns, 0, 0, tick_kind, i)`` goes to
+        every buffer after the packet and the next tick is due ``tick_every_ns`` later.
+        ``state`` is ``[index, ts_ns of the last packet, ts_ns of the first packet (0: none
+        yet), next tick, packets of this source (0 at its start)]``, read at the start and
+        written back at every yield and at the end.
 
         Yields after a packet: 1 when the buffer it went to holds ``limit`` bytes or more,
         2 when the count of this source's packets has no bit of ``report_mask`` set, 3 for
@@ -662,16 +689,17 @@ class PacketSource:
         iterating the packets. Use instead of iterating, once.
 
         A pcap file read from its start is packed by its record loop, without a
-        :class:`CapturedPacket` for each record (compiled: the reader's own instructions
-        -27 %); pcapng, and pcap opened at a checkpoint, one packet object at a time.
+        :class:`CapturedPacket` for each record (compiled: the record headers read and the
+        packed records written in C, the frame copied once, from the read buffer into the
+        batch); pcapng, and pcap opened at a checkpoint, one packet object at a time.
         """
         if self.format == "pcap" and self._start is None:
-            return self._pack_pcap(first_route, bufs, header, tick_kind, tick_every_ns,
-                                   state, limit, report_mask)
-        return self._pack_packets(first_route, bufs, header, tick_kind, tick_every_ns,
-                                  state, limit, report_mask)
+            return self._pack_pcap(first_route, bufs, tick_kind, tick_every_ns, state, limit,
+                                   report_mask)
+        return self._pack_packets(first_route, bufs, tick_kind, tick_every_ns, state, limit,
+                                  report_mask)
 
-    def _pack_packets(self, first_route, bufs: list[bytearray], header, tick_kind: int,
+    def _pack_packets(self, first_route, bufs: list[bytearray], tick_kind: int,
                       every: int, state: list[int], lim: int, mask: int) -> Iterator[int]:
         """:meth:`pack_records` one :class:`CapturedPacket` at a time (any format)."""
         idx, ts, first_ts, next_tick, k = state
@@ -687,13 +715,12 @@ class PacketSource:
             if route is not None:
                 w = route(link, data)
             b = bufs[w]
-            b += header(ts, len(data), pkt.orig_len, link, idx)
-            b += data
+            _put(b, ts, len(data), pkt.orig_len, link, idx, data, 0)
             if not first_ts:
                 first_ts = ts
             if ts >= next_tick:
                 next_tick = ts + every
-                tick = header(ts, 0, 0, tick_kind, idx)
+                tick = PACKED_RECORD.pack(ts, 0, 0, tick_kind, idx)
                 for bb in bufs:
                     bb += tick
             k += 1
@@ -705,13 +732,15 @@ class PacketSource:
                 yield code
         state[:] = [idx, ts, first_ts, next_tick, k]
 
-    @cython.locals(pos=cython.Py_ssize_t, end=cython.Py_ssize_t, nxt=cython.Py_ssize_t,
-                   caplen=cython.Py_ssize_t, max_rec=cython.Py_ssize_t, lim=cython.Py_ssize_t,
-                   w=cython.Py_ssize_t, idx=cython.longlong, ts=cython.longlong,
-                   first_ts=cython.longlong, next_tick=cython.longlong,
+    @cython.locals(p=cython.p_uchar, pos=cython.Py_ssize_t, end=cython.Py_ssize_t,
+                   nxt=cython.Py_ssize_t, caplen=cython.Py_ssize_t, max_rec=cython.Py_ssize_t,
+                   lim=cython.Py_ssize_t, w=cython.Py_ssize_t, idx=cython.longlong,
+                   ts=cython.longlong, first_ts=cython.longlong, next_tick=cython.longlong,
                    every=cython.longlong, k=cython.longlong, mask=cython.longlong,
-                   packets=cython.longlong, nbytes=cython.longlong, code=cython.int)
-    def _pack_pcap(self, first_route, bufs: list[bytearray], header, tick_kind: int,
+                   packets=cython.longlong, nbytes=cython.longlong, code=cython.int,
+                   big=cython.bint, sec=cython.longlong, frac=cython.longlong,
+                   origlen=cython.longlong, frac_ns=cython.longlong, link=cython.int)
+    def _pack_pcap(self, first_route, bufs: list[bytearray], tick_kind: int,
                    tick_every_ns: int, state: list[int], limit: int, report_mask: int
                    ) -> Iterator[int]:
         """:meth:`pack_records` by the pcap record loop."""
@@ -723,6 +752,7 @@ class PacketSource:
         pos = _PCAP_HEADER_BYTES
         end = len(buf)
         rec = self._s.pcap_rec.unpack_from
+        big = self._s is _BE
         link = self._link_type
         frac_ns = self._pcap_frac_ns
         max_rec = MAX_RECORD_BYTES
@@ -735,8 +765,17 @@ class PacketSource:
         route = None
         while True:
             packets = nbytes = 0
+            p = buf
             while pos + 16 <= end:
-                sec, frac, caplen, origlen = rec(buf, pos)
+                if cython.compiled:     # the record header read in place, no tuple
+                    if big:
+                        sec, frac, caplen, origlen = _be32(p, pos), _be32(p, pos + 4), \
+                            _be32(p, pos + 8), _be32(p, pos + 12)
+                    else:
+                        sec, frac, caplen, origlen = _le32(p, pos), _le32(p, pos + 4), \
+                            _le32(p, pos + 8), _le32(p, pos + 12)
+                else:
+                    sec, frac, caplen, origlen = rec(buf, pos)
                 nxt = pos + 16 + caplen
                 if nxt > end or caplen > max_rec:
                     break
@@ -744,20 +783,18 @@ class PacketSource:
                 idx += 1
                 packets += 1
                 nbytes += caplen
-                data = buf[pos + 16:nxt]
-                pos = nxt
                 if not k:
                     route = first_route()
                 if route is not None:
-                    w = route(link, data)
+                    w = route(link, buf[pos + 16:nxt])
                 b = bufs[w]
-                b += header(ts, caplen, origlen, link, idx)
-                b += data
+                _put(b, ts, caplen, origlen, link, idx, buf, pos + 16)
+                pos = nxt
                 if not first_ts:
                     first_ts = ts
                 if ts >= next_tick:
                     next_tick = ts + every
-                    tick = header(ts, 0, 0, tick_kind, idx)
+                    tick = PACKED_RECORD.pack(ts, 0, 0, tick_kind, idx)
                     for bb in bufs:
                         bb += tick
                 k += 1
@@ -961,6 +998,54 @@ class PacketSource:
         if resol <= 9:
             return 0, 10 ** (9 - resol), off_ns
         return 1, 10 ** (resol - 9), off_ns
+
+
+@cython.locals(p=cython.p_uchar, pos=cython.Py_ssize_t, end=cython.Py_ssize_t,
+               n=cython.Py_ssize_t, ts=cython.longlong, orig=cython.longlong,
+               kind=cython.longlong, idx=cython.ulonglong)
+def packed_records(buf: bytes, off: int = 0) -> Iterator[tuple[int, int, object]]:
+    """The records :meth:`PacketSource.pack_records` packed into ``buf`` (``bytes``), from
+    ``off`` to its end, in order, as ``(kind, index, item)``: for a packet (``kind`` >= 0,
+    its link type) ``item`` is its :class:`CapturedPacket` (``interface_id`` 0); for the
+    caller's negative kinds it is ``(ts_ns, payload bytes)``. Compiled, the headers are read
+    in place and each packet filled by inline C setters (what a ``--jobs`` decoder does
+    with every packet).
+
+    Raises:
+        ValueError: a record's header or bytes run past the end of ``buf`` (the records
+            before it were yielded).
+    """
+    end = len(buf)
+    pos = off
+    p = buf
+    unpack = PACKED_RECORD.unpack_from
+    packet = CapturedPacket
+    while pos < end:
+        if pos + _PACKED > end:
+            raise ValueError(f"a packed record header cut at byte {pos} of {end}")
+        if cython.compiled:
+            ts = cython.cast(cython.longlong, _le64(p, pos))
+            n = _le32(p, pos + 8)
+            orig = _le32(p, pos + 12)
+            kind = cython.cast(cython.int, _le32(p, pos + 16))
+            idx = _le64(p, pos + 20)
+        else:
+            ts, n, orig, kind, idx = unpack(buf, pos)
+        pos += _PACKED
+        if pos + n > end:
+            raise ValueError(f"a packed record of {n} bytes cut at byte {end} (from {pos})")
+        data = buf[pos:pos + n]
+        pos += n
+        if kind >= 0:
+            pkt = _new(packet)
+            _p_ts(pkt, ts)
+            _p_link(pkt, kind)
+            _p_data(pkt, data)
+            _p_orig(pkt, orig)
+            _p_iface(pkt, 0)
+            yield kind, idx, pkt
+        else:
+            yield kind, idx, (ts, data)
 
 
 def open_capture(source: str | os.PathLike[str] | IO[bytes], *, checkpoint_every: int = 0,

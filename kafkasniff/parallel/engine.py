@@ -260,7 +260,7 @@ class _Run:
                                names[si].encode())
             with open_capture(src, on_secrets=self.secrets) as packets:
                 state = [idx, ts, first_ts, next_expire, 0]
-                for code in packets.pack_records(self.first_route, bufs, pack, TICK,
+                for code in packets.pack_records(self.first_route, bufs, TICK,
                                                  EXPIRE_EVERY_NS, state, limit, 0x1FFF):
                     if code & 1:
                         self.round(state[0])

@@ -31,6 +31,8 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field
 
+from kafkasniff.capture.pcapfile import PACKED_RECORD
+
 __all__ = ["Control", "END", "END_INDEX", "SECRETS", "SOURCE", "TICK",
            "batch_header", "record_header"]
 
@@ -39,8 +41,10 @@ __all__ = ["Control", "END", "END_INDEX", "SECRETS", "SOURCE", "TICK",
 batch_header = struct.Struct("<Q")
 #: ``ts_ns`` (int64 ns since the epoch), ``length`` (bytes that follow), ``orig_len``
 #: (packet bytes on the wire), ``kind`` (link type, or a negative kind), ``index`` (the
-#: packet's position in the whole capture, from 0)
-record_header = struct.Struct("<qIIiQ")
+#: packet's position in the whole capture, from 0): the reader's
+#: :meth:`~kafkasniff.capture.pcapfile.PacketSource.pack_records` writes the packets' records
+#: and a decoder reads them back with :func:`~kafkasniff.capture.pcapfile.packed_records`
+record_header = PACKED_RECORD
 
 TICK = -1
 SECRETS = -2

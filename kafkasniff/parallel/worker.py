@@ -26,7 +26,7 @@ import signal
 import traceback
 from collections import deque
 
-from kafkasniff.capture.types import CapturedPacket
+from kafkasniff.capture.pcapfile import packed_records
 from kafkasniff.content.summary import resolve_topic_ids
 from kafkasniff.model import ConnectionSummary, DecodeIssue, Exchange, TopicName
 from kafkasniff.parallel.wire import (
@@ -36,15 +36,12 @@ from kafkasniff.parallel.wire import (
     SOURCE,
     TICK,
     batch_header,
-    record_header,
 )
 
 __all__ = ["Output", "decoder_main"]
 
-_REC = record_header.size
 #: sets a field of a frozen record this process made and nobody else holds yet
 _set = object.__setattr__
-_HDR = batch_header.size
 
 
 class Output:
@@ -287,38 +284,32 @@ class _Decoder:
         clock = batch_header.unpack_from(buf, 0)[0]
         pipe = self.pipe
         feed = pipe.feed
-        unpack = record_header.unpack_from
-        CP = CapturedPacket
         rstats = pipe.reassembly_stats
-        off = _HDR
-        end = len(buf)
-        while off < end:
-            ts, n, orig, kind, idx = unpack(buf, off)
-            off += _REC
+        for kind, idx, item in packed_records(buf, batch_header.size):
             if kind >= 0:
-                recs = feed(CP(ts, kind, buf[off:off + n], orig))
+                recs = feed(item)
                 if rstats.connections_opened != self.opened:
                     k = rstats.connections_opened - self.opened
                     self.opens.extend([idx] * k)
                     self.opened += k
                 if recs:
                     self.hold(recs, idx, 0)
-            elif kind == TICK:
+                continue
+            ts, data = item
+            if kind == TICK:
                 pipe.stats.last_ts_ns = ts
                 recs = pipe.expire(ts)
                 if recs:
                     self.hold(recs, idx, 1)
             elif kind == SECRETS:
-                pipe.add_secrets(int.from_bytes(buf[off:off + 4], "little"),
-                                 bytes(buf[off + 4:off + n]))
+                pipe.add_secrets(int.from_bytes(data[:4], "little"), data[4:])
             elif kind == SOURCE:
-                self.capture = bytes(buf[off:off + n]).decode()
+                self.capture = data.decode()
             elif kind == END:
                 pipe.stats.last_ts_ns = ts
                 self.hold(pipe.finish(), END_INDEX, 0)
                 self.finished = True
                 clock = END_INDEX
-            off += n
         return clock
 
     def hold(self, recs: list, idx: int, phase: int) -> None:

@@ -73,7 +73,7 @@ def _packed(packets, n, limit, mask, state, routes=None):
         routes.append(router(n, True) if n > 1 else None)
         return routes[-1]
 
-    for code in packets.pack_records(first_route, bufs, HEADER, TICK, EVERY_NS, state, limit,
+    for code in packets.pack_records(first_route, bufs, TICK, EVERY_NS, state, limit,
                                      mask):
         if code & 1:
             events.append(("round", state[0], [bytes(x) for x in bufs]))
@@ -169,7 +169,7 @@ def test_the_route_is_asked_for_once_after_the_secrets_before_the_first_packet(
     bufs = [bytearray(), bytearray()]
     with MODULES[module].open_capture(path, on_secrets=lambda *a: log.append("secrets")) \
             as packets:
-        for _ in packets.pack_records(first_route, bufs, HEADER, TICK, EVERY_NS,
+        for _ in packets.pack_records(first_route, bufs, TICK, EVERY_NS,
                                       [-1, 0, 0, 0, 0], 1 << 30, 0xFFFF):
             pass
     secrets = ["secrets"] if kind == "pcapng" else []     # one before each packet
@@ -177,3 +177,70 @@ def test_the_route_is_asked_for_once_after_the_secrets_before_the_first_packet(
     tick = len(HEADER(0, 0, 0, TICK, 0))       # one a second, to every buffer: two each
     assert len(bufs[0]) == 2 * tick
     assert len(bufs[1]) == 2 * (tick + len(frame)) + 2 * tick
+
+
+@pytest.mark.parametrize("module", list(MODULES), ids=str)
+@pytest.mark.parametrize("endian", ["<", ">"])
+@pytest.mark.parametrize("nano", [False, True])
+def test_either_byte_order_and_resolution_packs_the_same(tmp_path, module, endian, nano):
+    """Record headers of a big-endian or nanosecond pcap are read as the packet objects
+    are (compiled: in place, byte by byte): times, lengths (a frame cut by the snap length
+    keeps its wire length) and frames; short frames are routed by their own bytes."""
+    frame = builders.ether(builders.ipv4(bytes([10, 0, 0, 1]), bytes([10, 0, 0, 2]),
+                                         builders.tcp_header() + b"payload"))
+    other = builders.ether(builders.ipv4(bytes([10, 0, 0, 3]), bytes([10, 0, 0, 4]),
+                                         builders.tcp_header(sport=5) + b"p"))
+    blob = builders.pcap([(1_700_000_000, 999_999, frame), (4_000_000_000, 7, other[:30],
+                          len(other)), (4_000_000_001, 0, b""), (4_294_967_295, 123, frame)],
+                         endian=endian, nano=nano)
+    path = tmp_path / "order.pcap"
+    path.write_bytes(blob)
+    mod = MODULES[module]
+    with mod.open_capture(path) as packets:
+        want = _one_at_a_time(packets, 2, 1 << 20, 0, [-1, 0, 0, 0, 0])
+    with mod.open_capture(path) as packets:
+        got = _packed(packets, 2, 1 << 20, 0, [-1, 0, 0, 0, 0])
+    assert got == want
+    assert len(got) == 5, "four packets, each reported, then the end"
+
+
+def _unpacked(mod, batch: bytes, off: int = 0) -> list:
+    return [(kind, idx, (item.ts_ns, item.link_type, item.data, item.orig_len,
+                         item.interface_id) if kind >= 0 else item)
+            for kind, idx, item in mod.packed_records(batch, off)]
+
+
+@pytest.mark.parametrize("module", list(MODULES), ids=str)
+@pytest.mark.parametrize("path", [CAPTURES / "broker_java.pcap",
+                                  REGRESSIONS / "pcapng_unknown_blocks.pcapng"],
+                         ids=lambda p: p.name)
+def test_packed_records_gives_back_the_packets(path, module):
+    """What a ``--jobs`` decoder reads from a batch: every packet as iterating the capture
+    gave it, in order, with its index; the ticks (and any negative kind) as ``(ts_ns,
+    payload)``."""
+    mod = MODULES[module]
+    with mod.open_capture(path) as packets:
+        want_packets = [(p.ts_ns, p.link_type, p.data, p.orig_len, 0) for p in packets]
+    with mod.open_capture(path) as packets:
+        events = _packed(packets, 1, 1 << 30, 0xFFFF, [-1, 0, 0, 0, 0])
+    batch = b"HEAD" + events[-1][2][0]
+    got = _unpacked(mod, batch, 4)
+    assert [item for kind, _, item in got if kind >= 0] == want_packets
+    assert [idx for kind, idx, _ in got if kind >= 0] == list(range(len(want_packets)))
+    ticks = [(idx, item) for kind, idx, item in got if kind == TICK]
+    assert ticks and all(payload == b"" for _, (_, payload) in ticks)
+    extra = HEADER(-5, 3, 0, -3, 2**64 - 1) + b"abc"      # a caller's own kind
+    assert _unpacked(mod, extra) == [(-3, 2**64 - 1, (-5, b"abc"))]
+
+
+@pytest.mark.parametrize("module", list(MODULES), ids=str)
+def test_a_cut_batch_is_an_error_after_the_records_before_it(module):
+    mod = MODULES[module]
+    one = HEADER(10, 2, 60, 1, 0) + b"ab"
+    assert _unpacked(mod, one + one) == [(1, 0, (10, 1, b"ab", 60, 0))] * 2
+    for cut in (one + one[:27], one + one[:29]):
+        got = []
+        with pytest.raises(ValueError, match="packed record"):
+            for rec in mod.packed_records(cut):
+                got.append(rec)
+        assert len(got) == 1
