@@ -20,8 +20,8 @@ cdef inline int _p_orig(object o, object v) except -1:
 cdef inline int _p_iface(object o, object v) except -1:
     return PyObject_GenericSetAttr(o, "interface_id", v)
 
-# integers read in place from the bytes of a record header (the .py file reads them with
-# struct when it runs as plain Python)
+# integers read in place from the bytes of a record header (the .py file defines them for
+# plain Python)
 cdef inline long long _le32(const unsigned char* p, Py_ssize_t o):
     return p[o] | p[o + 1] << 8 | p[o + 2] << 16 | <long long>p[o + 3] << 24
 cdef inline long long _be32(const unsigned char* p, Py_ssize_t o):

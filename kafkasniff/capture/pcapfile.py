@@ -117,7 +117,8 @@ if not cython.compiled:
         b += _pack(ts, n, orig, kind, idx)
         b += src[start:start + n] if start or n != len(src) else src
 
-    # what pcapfile.pxd reads in place when compiled (plain Python reads with struct)
+    # the record headers' integers (pcapfile.pxd reads them in place when compiled; the
+    # record loops that read whole headers use struct as plain Python)
     def _le32(p: bytes, o: int) -> int:
         return int.from_bytes(p[o:o + 4], "little")
 
@@ -627,12 +628,7 @@ class PacketSource:
             packets = nbytes = 0
             last = -1
             while pos + 16 <= end:
-                if big:
-                    caplen = (cython.cast(cython.Py_ssize_t, p[pos + 8]) << 24
-                              | p[pos + 9] << 16 | p[pos + 10] << 8 | p[pos + 11])
-                else:
-                    caplen = (cython.cast(cython.Py_ssize_t, p[pos + 11]) << 24
-                              | p[pos + 10] << 16 | p[pos + 9] << 8 | p[pos + 8])
+                caplen = _be32(p, pos + 8) if big else _le32(p, pos + 8)
                 nxt = pos + 16 + caplen
                 if nxt > end or caplen > max_rec:
                     break
