@@ -1,5 +1,5 @@
 """``python -m kafkasniff``: the ``kafkasniff`` command (the same as ``python -m kafkasniff.cli``)."""
 
-from kafkasniff.cli import main
+from kafkasniff.cli import run
 
-main(prog_name="kafkasniff")
+run()

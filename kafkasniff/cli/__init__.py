@@ -53,6 +53,20 @@ class LazyGroup(click.Group):
         return cmd
 
 
+#: True in the ``kafkasniff`` command's own process (started by :func:`run`); False when a
+#: caller invokes :func:`main` in its process (click's test runner, a script): a command
+#: then leaves the process's libraries as it found them
+OWN_PROCESS = False
+
+
+def run(prog_name: str | None = "kafkasniff") -> None:
+    """The ``kafkasniff`` command as a process of its own: the console script,
+    ``python -m kafkasniff`` and ``python -m kafkasniff.cli``."""
+    global OWN_PROCESS
+    OWN_PROCESS = True
+    main(prog_name=prog_name)
+
+
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="kafkasniff")
 def main() -> None:

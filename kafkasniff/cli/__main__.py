@@ -1,5 +1,5 @@
 """``python -m kafkasniff.cli``: the ``kafkasniff`` command."""
 
-from kafkasniff.cli import main
+from kafkasniff.cli import run
 
-main()
+run(prog_name=None)
