@@ -6,6 +6,7 @@ Each check runs in a fresh interpreter: this test process may have imported pand
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -19,16 +20,20 @@ ROOT = Path(__file__).resolve().parents[2]
 CAPTURE = ROOT / "captures" / "kafka_python_codecs.pcap"
 
 
-def _python(code: str) -> dict:
-    res = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
-                         text=True, timeout=120)
+def _python(code: str, *flags: str) -> tuple[object, str]:
+    """Run ``code`` in a fresh interpreter: (the JSON of its last line of stdout, its
+    stderr)."""
+    res = subprocess.run([sys.executable, *flags, "-c", code], cwd=ROOT,
+                         capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr[-3000:]
-    return json.loads(res.stdout.strip().splitlines()[-1])
+    return json.loads(res.stdout.strip().splitlines()[-1]), res.stderr
 
 
 def _command(args: list[str], how: str) -> dict:
     """Run ``kafkasniff ARGS`` as the command's own process (``run``) or through click's
-    test runner (a caller's process); report whether pandas got imported."""
+    test runner (a caller's process). Returns whether pandas was imported by the end, in
+    this process, and whether any module of pandas was imported by it or by a process it
+    forked (``-X importtime`` lines on stderr, which forked decoders write too)."""
     if how == "run":
         call = f"sys.argv = ['kafkasniff'] + {args!r}\ntry:\n    run()\nexcept SystemExit as e:\n" \
                "    assert not e.code, e.code\n"
@@ -37,7 +42,10 @@ def _command(args: list[str], how: str) -> dict:
     code = ("import json, sys\nfrom click.testing import CliRunner\n"
             "from kafkasniff.cli import main, run\n" + call +
             "print(json.dumps({'pandas': 'pandas' in sys.modules}))")
-    return _python(code)
+    out, err = _python(code, "-X", "importtime")
+    # a refused import leaves one line for the top-level name; an import, its submodules
+    out["pandas modules"] = bool(re.search(r"\|\s+pandas\.", err))
+    return out
 
 
 def _tables(out: Path) -> dict:
@@ -52,18 +60,29 @@ def _tables(out: Path) -> dict:
 def test_export_process_never_imports_pandas_and_writes_the_same_tables(tmp_path, jobs):
     own, called = tmp_path / "own", tmp_path / "called"
     assert _command(["export", "-q", "--jobs", jobs, "-o", str(own), str(CAPTURE)],
-                    "run") == {"pandas": False}
+                    "run") == {"pandas": False, "pandas modules": False}
     # the same command invoked in a caller's process: pyarrow imports pandas as it always
     # did (the caller's process is left as it was)
     assert _command(["export", "-q", "--jobs", jobs, "-o", str(called), str(CAPTURE)],
-                    "runner") == {"pandas": True}
+                    "runner") == {"pandas": True, "pandas modules": True}
     got, want = _tables(own), _tables(called)
     assert sum(len(v) for v in want.values()) > 50
     assert got == want
 
 
+def test_live_export_decoders_never_import_pandas(tmp_path):
+    """``live --export``: the decoders, forked from the command's process, write their
+    Parquet files without importing pandas (each imported it at its first rows)."""
+    out = tmp_path / "live"
+    assert _command(["live", "-r", str(CAPTURE), "--no-tui", "-q", "--workers", "2",
+                     "--export", str(out)], "run") == {"pandas": False,
+                                                       "pandas modules": False}
+    rows = _tables(out)
+    assert rows["exchanges"] and rows["connections"]
+
+
 def test_pandas_support_is_whole_again_when_a_call_needs_it():
-    out = _python(
+    out, _ = _python(
         "import json, math, sys\n"
         "import pyarrow as pa\n"
         "from kafkasniff.export.writer import arrow_without_pandas\n"
