@@ -7,6 +7,7 @@ varlongs (record batches), Kafka's textual UUID form, and the raw-records wrappe
 from __future__ import annotations
 
 import base64
+from binascii import b2a_base64
 
 
 def read_uvarint(buf: bytes, pos: int) -> tuple[int, int]:
@@ -55,9 +56,26 @@ def write_varint(value: int) -> bytes:
     return write_uvarint((value << 1) ^ (value >> 63))
 
 
+#: uuid bytes -> text, for the topic ids every Fetch and Metadata repeats; emptied when full
+_UUID_TEXT: dict[bytes, str] = {}
+_UUID_TEXT_MAX = 4096
+_URL_SAFE = bytes.maketrans(b"+/", b"-_")
+
+
 def uuid_to_str(raw: bytes) -> str:
-    """Kafka's textual UUID: URL-safe base64 of the 16 bytes, no padding (``Uuid.toString``)."""
-    return base64.urlsafe_b64encode(raw)[:22].decode("ascii")
+    """Kafka's textual UUID: URL-safe base64 of the 16 bytes, no padding (``Uuid.toString``).
+
+    ``raw``: the bytes (``bytes``, or any buffer of them). The texts of the last few
+    thousand distinct uuids are kept: a topic id is formatted once, not once per partition
+    list it appears in."""
+    text = _UUID_TEXT.get(raw) if type(raw) is bytes else None
+    if text is None:
+        text = b2a_base64(raw, newline=False)[:22].translate(_URL_SAFE).decode("ascii")
+        if type(raw) is bytes:
+            if len(_UUID_TEXT) >= _UUID_TEXT_MAX:
+                _UUID_TEXT.clear()
+            _UUID_TEXT[raw] = text
+    return text
 
 
 def uuid_from_str(text: str) -> bytes:

@@ -137,6 +137,24 @@ def test_uuid_known_values():
     assert ZERO_UUID == uuid_to_str(bytes(16)) == "AAAAAAAAAAAAAAAAAAAAAA"
 
 
+def test_uuid_texts_kept_are_bounded_and_every_buffer_gives_the_same_text():
+    """The texts of recent uuids are kept (topic ids repeat in every Fetch): whatever was
+    kept, or evicted, and whatever buffer holds the bytes, the text is the one
+    ``base64.urlsafe_b64encode`` gives; at most ``_UUID_TEXT_MAX`` texts are kept."""
+    import random
+
+    from kafkasniff.protocol import primitives
+
+    rng = random.Random(14)
+    ids = [rng.randbytes(16) for _ in range(primitives._UUID_TEXT_MAX + 100)]
+    for raw in ids + ids[:50] + ids[-50:]:
+        want = base64.urlsafe_b64encode(raw).decode()[:22]
+        for buf in (raw, bytearray(raw), memoryview(raw)):
+            assert uuid_to_str(buf) == want
+        assert len(primitives._UUID_TEXT) <= primitives._UUID_TEXT_MAX
+    assert primitives._UUID_TEXT.get(ids[-1]) == uuid_to_str(ids[-1])
+
+
 def test_uuid_from_str_rejects_wrong_length():
     with pytest.raises(ValueError):
         uuid_from_str("AQID")
