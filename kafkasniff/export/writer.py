@@ -71,14 +71,16 @@ def arrow_without_pandas() -> bool:
     """Let pyarrow convert Python lists without importing pandas in this process.
 
     pyarrow's first ``pa.array`` of a Python list imports pandas, only to ask whether the
-    list is a pandas object (apache/arrow#34994): 0.47 s and about 50 MB of every export
-    process with pandas 3 on this project's machine, in a command that never holds a
-    pandas object. This makes that first check find no pandas. pyarrow keeps the answer for
+    list is a pandas object (apache/arrow#34994): 0.47-0.51 s and about 45 MB of every
+    export process with pandas 3 on this project's machine, in a command that never holds
+    a pandas object. This makes that first check find no pandas: a meta path finder
+    refuses the import for the length of one empty conversion. pyarrow keeps the answer for
     its "is this a pandas object" checks only: a call that needs pandas
     (``Table.to_pandas``) still imports it, and pyarrow's pandas support is whole again
     from then on. For processes that hold no pandas objects only: the ``export`` command
-    and its ``--jobs`` decoders (forked after this call), never a library caller's process
-    or a Spark worker.
+    and ``live --export`` in their own process (:data:`kafkasniff.cli.OWN_PROCESS`), with
+    the decoders they fork after this call; never a library caller's process or a Spark
+    worker.
 
     Returns ``False`` when pandas is already imported (there is nothing to save), else
     ``True``.
