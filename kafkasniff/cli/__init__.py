@@ -61,10 +61,21 @@ OWN_PROCESS = False
 
 def run(prog_name: str | None = "kafkasniff") -> None:
     """The ``kafkasniff`` command as a process of its own: the console script,
-    ``python -m kafkasniff`` and ``python -m kafkasniff.cli``."""
+    ``python -m kafkasniff`` and ``python -m kafkasniff.cli``. Never returns: exits
+    (``SystemExit``) with the command's status (module docstring)."""
     global OWN_PROCESS
     OWN_PROCESS = True
     main(prog_name=prog_name)
+
+
+def arrow_without_pandas_in_own_process() -> None:
+    """In the command's own process (:data:`OWN_PROCESS`), answer pyarrow's pandas check
+    without importing pandas (:func:`kafkasniff.export.writer.arrow_without_pandas`); call
+    it before forking decoders, which inherit the answer. In a caller's process: nothing."""
+    if OWN_PROCESS:
+        from kafkasniff.export.writer import arrow_without_pandas
+
+        arrow_without_pandas()
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})

@@ -77,11 +77,10 @@ def export_command(files, read_files, ports, detect, max_frame_bytes, definition
     """
     from pathlib import Path
 
-    from kafkasniff import cli
-    from kafkasniff.export.writer import arrow_without_pandas, export_captures
+    from kafkasniff.cli import arrow_without_pandas_in_own_process
+    from kafkasniff.export.writer import export_captures
 
-    if cli.OWN_PROCESS:     # this process and its decoders never hold a pandas object
-        arrow_without_pandas()
+    arrow_without_pandas_in_own_process()   # no process of this command holds pandas objects
     inp = parse_inputs(files, read_files, ports, detect, max_frame_bytes, definitions,
                   max_uncompressed_bytes, wire_format, show_secrets)
     progress = Progress(enabled=not quiet)

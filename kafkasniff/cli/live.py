@@ -460,14 +460,11 @@ def _export_factory(directory: str, every_s: float, rows: int):
         os.makedirs(directory, exist_ok=True)
     except OSError as exc:
         fail(f"--export {directory}: {exc.strerror or exc}")
-    from kafkasniff import cli
+    from kafkasniff.cli import arrow_without_pandas_in_own_process
 
-    if cli.OWN_PROCESS:
-        # before the decoders fork: none of them imports pandas (0.5 s each, at its first
-        # rows) nor pyarrow itself; no process of this command holds a pandas object
-        from kafkasniff.export.writer import arrow_without_pandas
-
-        arrow_without_pandas()
+    # before the decoders fork: none of them imports pandas (0.5 s each, at its first rows)
+    # nor pyarrow itself; no process of this command holds a pandas object
+    arrow_without_pandas_in_own_process()
     return {"dir": directory, "every_s": every_s, "rows": rows,
             "started": time.strftime("%Y%m%dT%H%M%S", time.gmtime())}
 

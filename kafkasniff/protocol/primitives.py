@@ -65,9 +65,12 @@ _URL_SAFE = bytes.maketrans(b"+/", b"-_")
 def uuid_to_str(raw: bytes) -> str:
     """Kafka's textual UUID: URL-safe base64 of the 16 bytes, no padding (``Uuid.toString``).
 
-    ``raw``: the bytes (``bytes``, or any buffer of them). The texts of the last few
-    thousand distinct uuids are kept: a topic id is formatted once, not once per partition
-    list it appears in."""
+    ``raw``: the bytes (``bytes``, or any buffer of them; a length other than 16 gives
+    the first 22 characters of its base64, as before). The texts of the last 4,096
+    distinct ``bytes`` uuids are kept (a hand-kept dict: ``functools.lru_cache`` needs a
+    wrapper for unhashable buffers, measured slower): a topic id is formatted once, not
+    once per partition list it appears in. Raises ``TypeError`` for an object that is not
+    a buffer."""
     text = _UUID_TEXT.get(raw) if type(raw) is bytes else None
     if text is None:
         text = b2a_base64(raw, newline=False)[:22].translate(_URL_SAFE).decode("ascii")
