@@ -37,14 +37,17 @@ class _SourceFinder:
 
     - under ``KAFKASNIFF_PURE_PYTHON``, every module loads from its ``.py`` file;
     - otherwise, in a source tree (an editable install: the ``.pxd`` file is next to the
-      module; wheels carry none), a module whose ``.py`` or ``.pxd`` file is newer than its
-      extension module (edited or checked out since the last build: the compiled code is
-      stale) loads from the ``.py`` file, with a warning to rebuild (``pip install -e .``).
+      module; wheels carry none), a module whose ``.py`` or ``.pxd`` file (or the shared
+      ``slotstore.pxd``) is newer than its extension module (edited or checked out since
+      the last build: the compiled code is stale) loads from the ``.py`` file, with a
+      warning to rebuild (``pip install -e .``).
       Everything else is left to the normal import machinery.
     """
 
     _loaders = [(SourceFileLoader, SOURCE_SUFFIXES)]
     pure = False
+    #: the ``.pxd`` file of inline C that compiled modules share (cimported, never imported)
+    shared_pxd = os.path.join(os.path.dirname(os.path.abspath(__file__)), "slotstore.pxd")
 
     @classmethod
     def find_spec(cls, fullname, path=None, target=None):  # noqa: ARG003 - finder protocol
@@ -58,8 +61,8 @@ class _SourceFinder:
                 return spec
         return None
 
-    @staticmethod
-    def _stale(fullname, path) -> bool:
+    @classmethod
+    def _stale(cls, fullname, path) -> bool:
         leaf = fullname.rpartition(".")[2]
         for entry in path:
             base = os.path.join(entry, leaf)
@@ -72,6 +75,10 @@ class _SourceFinder:
                     source = max(os.stat(base + ".py").st_mtime, os.stat(base + ".pxd").st_mtime)
                 except OSError:
                     return False   # not a source tree (or no source at all)
+                try:    # the inline C every compiled module may cimport
+                    source = max(source, os.stat(cls.shared_pxd).st_mtime)
+                except OSError:
+                    pass
                 if source <= compiled:
                     return False
                 import warnings

@@ -10,11 +10,14 @@ several such values per Kafka frame (:class:`~kafkasniff.model.Message`,
 :func:`fast_init` replaces it with one of the same signature, defaults, default factories,
 ``init=False`` fields and ``__post_init__`` call, giving the same frozen instance
 (``tests/test_frozen.py``). When :mod:`kafkasniff.slotfill` runs compiled, that
-constructor hands every value to its :func:`~kafkasniff.slotfill.fill` in one C call
-(``PyObject_GenericSetAttr`` per field): Message's 11 fields in 0.56 us against 1.8 us, an
-Exchange in 1.9 us against 3.9 us. As plain Python it stores each field through its slot
-descriptor's ``__set__`` (what ``object.__setattr__`` ends up calling, without the lookup by
-name), 0.62 us for 11 fields against the dataclass's 1.84 us.
+constructor hands every value to its :func:`~kafkasniff.slotfill.fill_slots` in one C call
+that stores each into its slot at the byte offset read once per class (a
+:class:`~kafkasniff.slotfill.SlotLayout`): with ``PyObject_GenericSetAttr`` per field
+instead, Message's 11 fields took 0.56 us against 1.8 us, an Exchange 1.9 us against 3.9 us,
+and the look-ups by name were still about 150 instructions a field. As plain Python it
+stores each field through its slot descriptor's ``__set__`` (what ``object.__setattr__``
+ends up calling, without the lookup by name), 0.62 us for 11 fields against the
+dataclass's 1.84 us.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from __future__ import annotations
 import dataclasses
 from typing import TypeVar
 
-from kafkasniff.slotfill import COMPILED, fill
+from kafkasniff.slotfill import COMPILED, SlotLayout, fill_slots
 
 T = TypeVar("T", bound=type)
 
@@ -44,8 +47,8 @@ def fast_init(cls: T, *, one_call: bool = COMPILED) -> T:
     the generated ``__init__`` with a faster one of the same signature and effect.
 
     ``one_call``: the constructor stores every field with one call of
-    :func:`kafkasniff.slotfill.fill` (the default when that module runs compiled), else one
-    call of a slot descriptor's ``__set__`` per field (the faster one in plain Python).
+    :func:`kafkasniff.slotfill.fill_slots` (the default when that module runs compiled), else
+    one call of a slot descriptor's ``__set__`` per field (the faster one in plain Python).
 
     Raises TypeError when ``cls`` is not a slotted dataclass or has an ``InitVar`` or
     ``ClassVar`` pseudo-field (such a class is left undecorated)."""
@@ -86,9 +89,9 @@ def fast_init(cls: T, *, one_call: bool = COMPILED) -> T:
         values.append(value)
     params = ["self", *positional] + (["*", *keyword] if keyword else [])
     if one_call:
-        # one C call stores every field (kafkasniff.slotfill)
-        ns["_fill"], ns["_names"] = fill, tuple(names)
-        body = [f"    _fill(self, _names, ({''.join(f'{v}, ' for v in values)}))"] \
+        # one C call stores every field (kafkasniff.slotfill), through the slots' offsets
+        ns["_fill"], ns["_slots"] = fill_slots, SlotLayout(cls, tuple(names))
+        body = [f"    _fill(self, _slots, ({''.join(f'{v}, ' for v in values)}))"] \
             if names else []
     else:
         # each field through its slot's member descriptor

@@ -3,6 +3,22 @@
 
 from cpython.object cimport PyObject_GenericSetAttr
 
-# the store of one field (the .py file defines it only as plain Python: object.__setattr__)
+from kafkasniff.slotstore cimport member_offset, set_slot
+
+# the store of one field by name (the .py file defines it only as plain Python:
+# object.__setattr__)
 cdef inline int _set(object o, object name, object v) except -1:
     return PyObject_GenericSetAttr(o, name, v)
+
+# the byte offset of a writable object slot (the .py file: -1, no offsets as plain Python)
+cdef inline Py_ssize_t _member_offset(object desc):
+    return member_offset(desc)
+
+# the store into a slot by its offset (kafkasniff/slotstore.pxd)
+cdef inline int _store_at(object obj, Py_ssize_t offset, object v) except -1:
+    return set_slot(obj, offset, None, v)
+
+cdef class SlotLayout:
+    cdef readonly object cls
+    cdef readonly tuple names
+    cdef readonly object offsets

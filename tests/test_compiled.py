@@ -110,21 +110,28 @@ def test_compiled_and_pure_python_outputs_are_identical():
             assert compiled[key] == pure[key], f"{command} --json differs on {capture.name}"
 
 
-def test_a_stale_extension_module_in_a_source_tree_is_not_used(tmp_path):
-    """An extension module older than its .py or .pxd (edited since the build) is skipped;
-    without a .pxd beside it (an installed wheel) the extension module is always used."""
+def test_a_stale_extension_module_in_a_source_tree_is_not_used(tmp_path, monkeypatch):
+    """An extension module older than its .py or .pxd, or than the shared slotstore.pxd
+    (edited since the build), is skipped; without a .pxd beside it (an installed wheel) the
+    extension module is always used."""
     from importlib.machinery import EXTENSION_SUFFIXES
 
     from kafkasniff import _SourceFinder
 
     ext = tmp_path / ("mod" + EXTENSION_SUFFIXES[0])
-    py, pxd = tmp_path / "mod.py", tmp_path / "mod.pxd"
-    for f in (py, pxd, ext):
+    py, pxd, shared = tmp_path / "mod.py", tmp_path / "mod.pxd", tmp_path / "slotstore.pxd"
+    for f in (py, pxd, ext, shared):
         f.write_text("")
+    monkeypatch.setattr(_SourceFinder, "shared_pxd", str(shared))
     os.utime(py, (1000, 1000))
     os.utime(pxd, (1000, 1000))
+    os.utime(shared, (1000, 1000))
     os.utime(ext, (2000, 2000))
     assert not _SourceFinder._stale("kafkasniff.mod", [str(tmp_path)])
+    os.utime(shared, (3000, 3000))
+    with pytest.warns(RuntimeWarning, match="newer than its compiled"):
+        assert _SourceFinder._stale("kafkasniff.mod", [str(tmp_path)])
+    os.utime(shared, (1000, 1000))
     os.utime(pxd, (3000, 3000))
     with pytest.warns(RuntimeWarning, match="newer than its compiled"):
         assert _SourceFinder._stale("kafkasniff.mod", [str(tmp_path)])

@@ -122,3 +122,61 @@ def test_fill_stores_in_order_and_checks_lengths():
         slotfill.fill(v, ("c",), (1,))
     with pytest.raises(dataclasses.FrozenInstanceError):
         v.a = 1
+
+
+def test_fill_slots_stores_through_the_offsets_like_fill():
+    """fill_slots: the same stores as fill, through the slots' byte offsets when compiled,
+    for instances of exactly the layout's class; by name otherwise."""
+    import gc
+    import weakref
+
+    @dataclass(frozen=True, slots=True)
+    class V:
+        a: object
+        b: object
+
+    class Sub(V):
+        __slots__ = ()
+
+    layout = slotfill.SlotLayout(V, ("b", "a"))
+    assert layout.names == ("b", "a")
+    if slotfill.COMPILED:
+        offsets = layout.offsets
+        assert offsets is not None and len(set(offsets)) == 2 and min(offsets) > 0
+    else:
+        assert layout.offsets is None
+
+    class Token:
+        pass
+
+    old, new = Token(), Token()
+    gone = weakref.ref(old)
+    for cls in (V, Sub):        # Sub: stored by name (not exactly the layout's class)
+        v = cls(1, 2)
+        slotfill.fill_slots(v, layout, (3, old))
+        assert (v.a, v.b) == (old, 3)
+        with pytest.raises(ValueError):
+            slotfill.fill_slots(v, layout, (5,))
+        assert (v.a, v.b) == (old, 3)                 # nothing stored
+        slotfill.fill_slots(v, layout, (4, new))     # the old value's reference is let go
+        assert (v.a, v.b) == (new, 4)
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            v.a = 1
+        del v
+    del old
+    gc.collect()
+    assert gone() is None
+    # a name that is no slot of the class: no offsets, and the store by name refuses it
+    bad = slotfill.SlotLayout(V, ("a", "c"))
+    assert bad.offsets is None
+    with pytest.raises(AttributeError):
+        slotfill.fill_slots(V(1, 2), bad, (1, 2))
+
+
+def test_the_model_constructors_store_through_slot_offsets_when_compiled():
+    for cls in (model.Message, model.Exchange, model.DecodeIssue):
+        layout = cls.__init__.__globals__["_slots"] if slotfill.COMPILED else None
+        if layout is not None:
+            assert layout.cls is cls
+            assert layout.offsets is not None
+            assert len(layout.offsets) == len(layout.names)

@@ -125,6 +125,14 @@ if not cython.compiled:
     def _sub(data: bytes, start: int, end: int) -> bytes:
         """``data[start:end]`` (compiled: a ``bytes`` made from the buffer, packet.pxd)."""
         return data[start:end]
+else:
+    # the byte offsets of the slots the setters of the .pxd store into
+    (
+        _s_o_ts, _s_o_src_ip, _s_o_src_port, _s_o_dst_ip, _s_o_dst_port, _s_o_seq, _s_o_ack,
+        _s_o_flags, _s_o_payload, _s_o_missing
+    ) = (slot_offset(TcpSegment, _f) for _f in (  # noqa: F821 - in the .pxd
+        "ts_ns", "src_ip", "src_port", "dst_ip", "dst_port", "seq", "ack", "flags", "payload",
+        "missing_bytes"))
 
 
 def decode_packet(pkt: CapturedPacket) -> TcpSegment | Skipped:

@@ -2,23 +2,28 @@
 # .py file runs unchanged as plain Python.
 
 from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_GET_SIZE, PyByteArray_Resize
-from cpython.object cimport PyObject_GenericSetAttr
 from libc.string cimport memcpy
 
+from kafkasniff.slotstore cimport set_slot, slot_offset
+
 cdef object _new
+
+# the byte offsets of CapturedPacket's slots that the setters below store into
+# (kafkasniff/slotstore.pxd), read at import by the .py file
+cdef Py_ssize_t _p_o_ts, _p_o_link, _p_o_data, _p_o_orig, _p_o_iface
 
 # the pcap record loop's CapturedPacket slot setters (the .py file defines them only as plain
 # Python)
 cdef inline int _p_ts(object o, object v) except -1:
-    return PyObject_GenericSetAttr(o, "ts_ns", v)
+    return set_slot(o, _p_o_ts, "ts_ns", v)
 cdef inline int _p_link(object o, object v) except -1:
-    return PyObject_GenericSetAttr(o, "link_type", v)
+    return set_slot(o, _p_o_link, "link_type", v)
 cdef inline int _p_data(object o, object v) except -1:
-    return PyObject_GenericSetAttr(o, "data", v)
+    return set_slot(o, _p_o_data, "data", v)
 cdef inline int _p_orig(object o, object v) except -1:
-    return PyObject_GenericSetAttr(o, "orig_len", v)
+    return set_slot(o, _p_o_orig, "orig_len", v)
 cdef inline int _p_iface(object o, object v) except -1:
-    return PyObject_GenericSetAttr(o, "interface_id", v)
+    return set_slot(o, _p_o_iface, "interface_id", v)
 
 # integers read in place from the bytes of a record header (the .py file defines them for
 # plain Python)

@@ -98,6 +98,12 @@ _new = object.__new__
 if not cython.compiled:
     _p_ts, _p_link, _p_data, _p_orig, _p_iface = (getattr(CapturedPacket, _f).__set__ for _f in (
         "ts_ns", "link_type", "data", "orig_len", "interface_id"))
+else:
+    # the byte offsets of the slots the setters of the .pxd store into
+    (
+        _p_o_ts, _p_o_link, _p_o_data, _p_o_orig, _p_o_iface
+    ) = (slot_offset(CapturedPacket, _f) for _f in (  # noqa: F821 - in the .pxd
+        "ts_ns", "link_type", "data", "orig_len", "interface_id"))
 _PCAP_RECORD_HEADER_BYTES = 16
 
 #: the header of one record as :meth:`PacketSource.pack_records` packs it (the records of

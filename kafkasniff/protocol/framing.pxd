@@ -1,23 +1,29 @@
 # C types of kafkasniff/protocol/framing.py when Cython compiles it (docs/compiled.md); the
 # .py file runs unchanged as plain Python. Sizes and stream offsets fit a 64-bit integer.
 
-from cpython.object cimport PyObject_GenericSetAttr
+
+from kafkasniff.slotstore cimport set_slot, slot_offset
 
 cdef object _new
 
+# the byte offsets of Frame's slots that the setters below store into
+# (kafkasniff/slotstore.pxd), read at import by the .py file
+cdef Py_ssize_t _f_o_size, _f_o_payload, _f_o_offset, _f_o_first_ts, _f_o_last_ts
+cdef Py_ssize_t _f_o_missing
+
 # the fast path's Frame slot setters (the .py file defines them only as plain Python)
 cdef inline int _f_size(object o, object v) except -1:
-    return PyObject_GenericSetAttr(o, "size", v)
+    return set_slot(o, _f_o_size, "size", v)
 cdef inline int _f_payload(object o, object v) except -1:
-    return PyObject_GenericSetAttr(o, "payload", v)
+    return set_slot(o, _f_o_payload, "payload", v)
 cdef inline int _f_offset(object o, object v) except -1:
-    return PyObject_GenericSetAttr(o, "stream_offset", v)
+    return set_slot(o, _f_o_offset, "stream_offset", v)
 cdef inline int _f_first_ts(object o, object v) except -1:
-    return PyObject_GenericSetAttr(o, "first_ts_ns", v)
+    return set_slot(o, _f_o_first_ts, "first_ts_ns", v)
 cdef inline int _f_last_ts(object o, object v) except -1:
-    return PyObject_GenericSetAttr(o, "last_ts_ns", v)
+    return set_slot(o, _f_o_last_ts, "last_ts_ns", v)
 cdef inline int _f_missing(object o, object v) except -1:
-    return PyObject_GenericSetAttr(o, "missing_bytes", v)
+    return set_slot(o, _f_o_missing, "missing_bytes", v)
 
 cdef class Framer:
     cdef public object validator

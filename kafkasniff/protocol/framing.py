@@ -194,6 +194,12 @@ if not cython.compiled:
     _f_size, _f_payload, _f_offset, _f_first_ts, _f_last_ts, _f_missing = (
         getattr(Frame, _f).__set__ for _f in (
             "size", "payload", "stream_offset", "first_ts_ns", "last_ts_ns", "missing_bytes"))
+else:
+    # the byte offsets of the slots the setters of the .pxd store into
+    (
+        _f_o_size, _f_o_payload, _f_o_offset, _f_o_first_ts, _f_o_last_ts, _f_o_missing
+    ) = (slot_offset(Frame, _f) for _f in (  # noqa: F821 - in the .pxd
+        "size", "payload", "stream_offset", "first_ts_ns", "last_ts_ns", "missing_bytes"))
 
 
 @dataclass(frozen=True, slots=True)

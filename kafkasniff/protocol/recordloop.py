@@ -222,6 +222,9 @@ def v2_records(buf, pos: int, end: int, count: int, base_offset: int, base_ts: i
                 raise Bad(f"record {i}: fields end at byte {pos}, the record length says "
                           f"{rend}", pos)
             if cython.compiled:     # the slots set in C (recordloop.pxd)
+                # the offsets of record_cls's slots: read at its first record, then one
+                # comparison (another generator may have read another class's since)
+                _record_slots(record_cls)  # noqa: F821 - in the .pxd
                 r = _new(record_cls)
                 _set_record(r, base_offset + offset_delta,  # noqa: F821 - in the .pxd
                             base_ts + ts_delta if lat_ts is None else lat_ts, key, value,

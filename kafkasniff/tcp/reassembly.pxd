@@ -3,21 +3,26 @@
 # makes its per-connection state extension types with C fields. Offsets and sequence
 # numbers fit a 64-bit signed integer (offsets never reach 2**63; sequence numbers < 2**32).
 
-from cpython.object cimport PyObject_GenericSetAttr
+
+from kafkasniff.slotstore cimport set_slot, slot_offset
 
 cdef object _new
 
+# the byte offsets of StreamData's slots that the setters below store into
+# (kafkasniff/slotstore.pxd), read at import by the .py file
+cdef Py_ssize_t _sd_o_conn, _sd_o_direction, _sd_o_offset, _sd_o_data, _sd_o_ts
+
 # the fast path's StreamData slot setters (the .py file defines them only as plain Python)
 cdef inline int _sd_conn(object o, object v) except -1:
-    return PyObject_GenericSetAttr(o, "conn", v)
+    return set_slot(o, _sd_o_conn, "conn", v)
 cdef inline int _sd_direction(object o, object v) except -1:
-    return PyObject_GenericSetAttr(o, "direction", v)
+    return set_slot(o, _sd_o_direction, "direction", v)
 cdef inline int _sd_offset(object o, object v) except -1:
-    return PyObject_GenericSetAttr(o, "offset", v)
+    return set_slot(o, _sd_o_offset, "offset", v)
 cdef inline int _sd_data(object o, object v) except -1:
-    return PyObject_GenericSetAttr(o, "data", v)
+    return set_slot(o, _sd_o_data, "data", v)
 cdef inline int _sd_ts(object o, object v) except -1:
-    return PyObject_GenericSetAttr(o, "ts_ns", v)
+    return set_slot(o, _sd_o_ts, "ts_ns", v)
 
 cdef class _Dir:
     cdef public _Conn st

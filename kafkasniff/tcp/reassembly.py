@@ -95,6 +95,12 @@ if not cython.compiled:
     _sd_offset = StreamData.offset.__set__  # type: ignore[attr-defined]
     _sd_data = StreamData.data.__set__  # type: ignore[attr-defined]
     _sd_ts = StreamData.ts_ns.__set__  # type: ignore[attr-defined]
+else:
+    # the byte offsets of the slots the setters of the .pxd store into
+    (
+        _sd_o_conn, _sd_o_direction, _sd_o_offset, _sd_o_data, _sd_o_ts
+    ) = (slot_offset(StreamData, _f) for _f in (  # noqa: F821 - in the .pxd
+        "conn", "direction", "offset", "data", "ts_ns"))
 
 
 def _sdiff(a: int, b: int) -> int:
