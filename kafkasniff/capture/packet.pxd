@@ -3,9 +3,8 @@
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
 
-from kafkasniff.slotstore cimport set_slot, slot_offset
-
-cdef object _new
+# _new: object.__new__(cls) in one C call; set_slot: a store at a slot's byte offset
+from kafkasniff.slotstore cimport new_object as _new, set_slot, slot_offset
 
 cdef object _fast_eth_ipv4_tcp(bytes data, Py_ssize_t caplen, object ts_ns)
 

@@ -115,8 +115,8 @@ _tcp = struct.Struct("!HHIIBB").unpack_from
 # fills the slots directly instead (the same object: tests/test_compiled.py checks): through
 # the slot descriptors' setters in Python, through inline C functions of packet.pxd when
 # compiled.
-_new = object.__new__
 if not cython.compiled:
+    _new = object.__new__   # compiled: slotstore.new_object, in the .pxd
     (_s_ts, _s_src_ip, _s_src_port, _s_dst_ip, _s_dst_port, _s_seq, _s_ack, _s_flags,
      _s_payload, _s_missing) = (getattr(TcpSegment, _f).__set__ for _f in (
         "ts_ns", "src_ip", "src_port", "dst_ip", "dst_port", "seq", "ack", "flags", "payload",

@@ -4,9 +4,8 @@
 from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_GET_SIZE, PyByteArray_Resize
 from libc.string cimport memcpy
 
-from kafkasniff.slotstore cimport set_slot, slot_offset
-
-cdef object _new
+# _new: object.__new__(cls) in one C call; set_slot: a store at a slot's byte offset
+from kafkasniff.slotstore cimport new_object as _new, set_slot, slot_offset
 
 # the byte offsets of CapturedPacket's slots that the setters below store into
 # (kafkasniff/slotstore.pxd), read at import by the .py file

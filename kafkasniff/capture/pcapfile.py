@@ -94,8 +94,8 @@ _PCAP_HEADER_BYTES = 24
 # object.__setattr__: the pcap record loop fills its slots directly instead (the same object,
 # in half the time: tests/test_compiled.py checks), through the slot descriptors' setters in
 # Python, through inline C functions of pcapfile.pxd when compiled.
-_new = object.__new__
 if not cython.compiled:
+    _new = object.__new__   # compiled: slotstore.new_object, in the .pxd
     _p_ts, _p_link, _p_data, _p_orig, _p_iface = (getattr(CapturedPacket, _f).__set__ for _f in (
         "ts_ns", "link_type", "data", "orig_len", "interface_id"))
 else:

@@ -2,9 +2,8 @@
 # .py file runs unchanged as plain Python. Sizes and stream offsets fit a 64-bit integer.
 
 
-from kafkasniff.slotstore cimport set_slot, slot_offset
-
-cdef object _new
+# _new: object.__new__(cls) in one C call; set_slot: a store at a slot's byte offset
+from kafkasniff.slotstore cimport new_object as _new, set_slot, slot_offset
 
 # the byte offsets of Frame's slots that the setters below store into
 # (kafkasniff/slotstore.pxd), read at import by the .py file

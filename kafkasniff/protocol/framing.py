@@ -189,8 +189,8 @@ class Frame:
 # object.__setattr__. The fast path of Framer.feed fills the slots directly instead (the same
 # object): through the slot descriptors' setters in Python, through inline C functions of
 # framing.pxd when compiled.
-_new = object.__new__
 if not cython.compiled:
+    _new = object.__new__   # compiled: slotstore.new_object, in the .pxd
     _f_size, _f_payload, _f_offset, _f_first_ts, _f_last_ts, _f_missing = (
         getattr(Frame, _f).__set__ for _f in (
             "size", "payload", "stream_offset", "first_ts_ns", "last_ts_ns", "missing_bytes"))

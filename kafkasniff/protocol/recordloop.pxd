@@ -2,9 +2,8 @@
 # the .py file runs unchanged as plain Python. The loop's own locals are typed by its
 # @cython.locals; positions and lengths fit a Py_ssize_t, varints are checked to 32 bits.
 
-from kafkasniff.slotstore cimport set_slot, slot_offset
-
-cdef object _new
+# _new: object.__new__(cls) in one C call; set_slot: a store at a slot's byte offset
+from kafkasniff.slotstore cimport new_object as _new, set_slot, slot_offset
 
 # the class whose slots' byte offsets are below (kafkasniff/slotstore.pxd): v2_records calls
 # _record_slots before each record, which reads them only when the class differs from the

@@ -20,7 +20,8 @@ from kafkasniff.protocol.primitives import read_varint
 
 _INT32_MIN, _INT32_MAX = -(2 ** 31), 2 ** 31 - 1
 _NO_HEADERS: tuple = ()
-_new = object.__new__
+if not cython.compiled:
+    _new = object.__new__   # compiled: slotstore.new_object, in the .pxd
 
 
 class Bad(Exception):

@@ -4,9 +4,8 @@
 # numbers fit a 64-bit signed integer (offsets never reach 2**63; sequence numbers < 2**32).
 
 
-from kafkasniff.slotstore cimport set_slot, slot_offset
-
-cdef object _new
+# _new: object.__new__(cls) in one C call; set_slot: a store at a slot's byte offset
+from kafkasniff.slotstore cimport new_object as _new, set_slot, slot_offset
 
 # the byte offsets of StreamData's slots that the setters below store into
 # (kafkasniff/slotstore.pxd), read at import by the .py file

@@ -87,9 +87,9 @@ _CTRL = SYN | FIN | RST
 # StreamData is a frozen dataclass: its generated __init__ sets each field through
 # object.__setattr__, which costs ~0.2 us per event. The in-order fast path fills the
 # slots directly through their descriptors (same resulting object, checked by a test).
-# Compiled, the setters are inline C functions of reassembly.pxd (PyObject_GenericSetAttr).
-_new = object.__new__
+# Compiled, the setters are inline C functions of reassembly.pxd (kafkasniff/slotstore.pxd).
 if not cython.compiled:
+    _new = object.__new__   # compiled: slotstore.new_object, in the .pxd
     _sd_conn = StreamData.conn.__set__  # type: ignore[attr-defined]
     _sd_direction = StreamData.direction.__set__  # type: ignore[attr-defined]
     _sd_offset = StreamData.offset.__set__  # type: ignore[attr-defined]
