@@ -59,10 +59,29 @@ def test_this_process_runs_what_the_environment_asked_for():
         assert kafkasniff.compiled_modules() == kafkasniff.compiled_available()
 
 
-def test_fast_constructed_values_equal_the_dataclass_constructors():
-    """The pcap loop and the packet fast path fill the frozen dataclasses' slots directly."""
-    with open_capture(ROOT / "captures" / "aiokafka.pcap") as src:
+def test_fast_constructed_values_equal_the_dataclass_constructors(tmp_path):
+    """The pcap loop, the pcapng loop and the packet fast path fill the frozen dataclasses'
+    slots directly."""
+    import dpkt
+
+    pcap = ROOT / "captures" / "aiokafka.pcap"
+    with open_capture(pcap) as src:
         packets = list(src)
+    # the same frames as enhanced packet blocks of a pcapng file (written by dpkt)
+    pcapng = tmp_path / "aiokafka.pcapng"
+    with open(pcap, "rb") as f, open(pcapng, "wb") as out:
+        writer = dpkt.pcapng.Writer(out)
+        for ts, frame in dpkt.pcap.Reader(f):
+            writer.writepkt(frame, ts=float(ts))
+    with open_capture(pcapng) as src:
+        ng_packets = list(src)
+    fields = [(p.link_type, p.data, p.orig_len, p.interface_id) for p in packets]
+    assert [(p.link_type, p.data, p.orig_len, p.interface_id) for p in ng_packets] == fields
+    # microsecond time stamps in the pcapng file (dpkt's default resolution)
+    assert all(abs(a.ts_ns - b.ts_ns) <= 1000 for a, b in zip(ng_packets, packets))
+    for p in ng_packets[:50]:
+        same = CapturedPacket(p.ts_ns, p.link_type, p.data, p.orig_len, p.interface_id)
+        assert p == same and hash(p) == hash(same) and repr(p) == repr(same)
     segments = [s for s in map(decode_packet, packets) if type(s) is TcpSegment]
     assert packets and segments
     for p in packets[:50]:

@@ -91,9 +91,10 @@ _PCAP_MAGICS = {
 }
 _PCAP_HEADER_BYTES = 24
 # CapturedPacket is a frozen slotted dataclass whose __init__ sets each field through
-# object.__setattr__: the pcap record loop fills its slots directly instead (the same object,
-# in half the time: tests/test_compiled.py checks), through the slot descriptors' setters in
-# Python, through inline C functions of pcapfile.pxd when compiled.
+# object.__setattr__: the pcap record loop and the pcapng loop's enhanced packet blocks fill
+# its slots directly instead (the same object, in half the time: tests/test_compiled.py
+# checks), through the slot descriptors' setters in Python, through inline C functions of
+# pcapfile.pxd when compiled.
 if not cython.compiled:
     _new = object.__new__   # compiled: slotstore.new_object, in the .pxd
     _p_ts, _p_link, _p_data, _p_orig, _p_iface = (getattr(CapturedPacket, _f).__set__ for _f in (
@@ -933,7 +934,13 @@ class PacketSource:
                 self._last_ts_ns = ts
                 self.packets_read += 1
                 self.packet_bytes += caplen
-                yield packet(ts, link, buf[pos + 28:pos + 28 + caplen], origlen, gid)
+                pkt = _new(packet)     # CapturedPacket(ts, link, data, origlen, gid)
+                _p_ts(pkt, ts)
+                _p_link(pkt, link)
+                _p_data(pkt, buf[pos + 28:pos + 28 + caplen])
+                _p_orig(pkt, origlen)
+                _p_iface(pkt, gid)
+                yield pkt
             elif btype == _BT_SPB:
                 if not ifaces:
                     self._invalid(buf, pos, "simple packet block, but the section declares no "
