@@ -519,8 +519,10 @@ class PacketSource:
         self.link_types[0] = self._link_type
         self._pcap_header_ok = True
 
-    @cython.locals(pos=cython.Py_ssize_t, end=cython.Py_ssize_t, nxt=cython.Py_ssize_t,
-                   caplen=cython.Py_ssize_t, max_rec=cython.Py_ssize_t)
+    @cython.locals(p=cython.p_uchar, pos=cython.Py_ssize_t, end=cython.Py_ssize_t,
+                   nxt=cython.Py_ssize_t, caplen=cython.Py_ssize_t, max_rec=cython.Py_ssize_t,
+                   big=cython.bint, sec=cython.longlong, frac=cython.longlong,
+                   origlen=cython.longlong, frac_ns=cython.longlong, ts=cython.longlong)
     def _iter_pcap(self) -> Iterator[CapturedPacket]:
         if not self._pcap_header_ok:
             return
@@ -531,15 +533,25 @@ class PacketSource:
         every = self._every
         cps = self.checkpoints
         rec = self._s.pcap_rec.unpack_from
+        big = self._s is _BE
         link = self._link_type
         frac_ns = self._pcap_frac_ns
         max_rec = MAX_RECORD_BYTES
         packet = CapturedPacket
         ts = 0
         while True:
+            p = buf
             # hot loop: records fully inside the buffer
             while pos + 16 <= end:
-                sec, frac, caplen, origlen = rec(buf, pos)
+                if cython.compiled:     # the record header read in place, no tuple
+                    if big:
+                        sec, frac, caplen, origlen = _be32(p, pos), _be32(p, pos + 4), \
+                            _be32(p, pos + 8), _be32(p, pos + 12)
+                    else:
+                        sec, frac, caplen, origlen = _le32(p, pos), _le32(p, pos + 4), \
+                            _le32(p, pos + 8), _le32(p, pos + 12)
+                else:
+                    sec, frac, caplen, origlen = rec(buf, pos)
                 nxt = pos + 16 + caplen
                 if nxt > end or caplen > max_rec:
                     break
