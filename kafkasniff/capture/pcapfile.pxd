@@ -30,6 +30,13 @@ cdef inline long long _le32(const unsigned char* p, Py_ssize_t o):
     return p[o] | p[o + 1] << 8 | p[o + 2] << 16 | <long long>p[o + 3] << 24
 cdef inline long long _be32(const unsigned char* p, Py_ssize_t o):
     return <long long>p[o] << 24 | p[o + 1] << 16 | p[o + 2] << 8 | p[o + 3]
+# a pcap record header read in place: (ts_sec, ts_frac, caplen, origlen), in the file's byte
+# order (the record loops of _iter_pcap and _pack_pcap)
+cdef inline (long long, long long, long long, long long) _rec_header(
+        const unsigned char* p, Py_ssize_t o, bint big):
+    if big:
+        return _be32(p, o), _be32(p, o + 4), _be32(p, o + 8), _be32(p, o + 12)
+    return _le32(p, o), _le32(p, o + 4), _le32(p, o + 8), _le32(p, o + 12)
 cdef inline unsigned long long _le64(const unsigned char* p, Py_ssize_t o):
     cdef unsigned long long v = 0
     cdef int i

@@ -544,12 +544,7 @@ class PacketSource:
             # hot loop: records fully inside the buffer
             while pos + 16 <= end:
                 if cython.compiled:     # the record header read in place, no tuple
-                    if big:
-                        sec, frac, caplen, origlen = _be32(p, pos), _be32(p, pos + 4), \
-                            _be32(p, pos + 8), _be32(p, pos + 12)
-                    else:
-                        sec, frac, caplen, origlen = _le32(p, pos), _le32(p, pos + 4), \
-                            _le32(p, pos + 8), _le32(p, pos + 12)
+                    sec, frac, caplen, origlen = _rec_header(p, pos, big)  # noqa: F821 - .pxd
                 else:
                     sec, frac, caplen, origlen = rec(buf, pos)
                 nxt = pos + 16 + caplen
@@ -783,12 +778,7 @@ class PacketSource:
             p = buf
             while pos + 16 <= end:
                 if cython.compiled:     # the record header read in place, no tuple
-                    if big:
-                        sec, frac, caplen, origlen = _be32(p, pos), _be32(p, pos + 4), \
-                            _be32(p, pos + 8), _be32(p, pos + 12)
-                    else:
-                        sec, frac, caplen, origlen = _le32(p, pos), _le32(p, pos + 4), \
-                            _le32(p, pos + 8), _le32(p, pos + 12)
+                    sec, frac, caplen, origlen = _rec_header(p, pos, big)  # noqa: F821 - .pxd
                 else:
                     sec, frac, caplen, origlen = rec(buf, pos)
                 nxt = pos + 16 + caplen
