@@ -14,8 +14,6 @@ constructor to generate.
 
 from __future__ import annotations
 
-from types import MemberDescriptorType
-
 try:
     import cython
 except ImportError:     # plain Python (Cython is only needed to compile: docs/compiled.md)
@@ -30,9 +28,10 @@ COMPILED: bool = cython.compiled
 if not cython.compiled:
     _set = object.__setattr__
 
-    def _member_offset(desc: object) -> int:
-        """The byte offset of a writable object slot behind member descriptor ``desc`` (the
-        compiled module reads it from the descriptor); -1 as plain Python."""
+    def _slot_offset(cls: type, name: str) -> int:
+        """The byte offset of the writable object slot ``name`` of ``cls`` (the compiled
+        module reads it from the slot's member descriptor, kafkasniff/slotstore.pxd); -1 as
+        plain Python."""
         return -1
 
     def _store_at(obj: object, offset: int, value: object) -> None:
@@ -55,16 +54,8 @@ class SlotLayout:
     def __init__(self, cls: type, names: tuple) -> None:
         self.cls = cls
         self.names = tuple(names)
-        offsets: list[int] | None = []
-        for name in self.names:
-            owner = next((k for k in cls.__mro__ if name in k.__dict__), None)
-            desc = owner.__dict__[name] if owner is not None else None
-            off = _member_offset(desc) if type(desc) is MemberDescriptorType else -1
-            if off < 0:
-                offsets = None
-                break
-            offsets.append(off)
-        self.offsets = tuple(offsets) if offsets is not None else None
+        offsets = tuple(_slot_offset(cls, name) for name in self.names)
+        self.offsets = None if -1 in offsets else offsets
 
 
 @cython.locals(names=tuple, values=tuple, i=cython.Py_ssize_t, n=cython.Py_ssize_t)

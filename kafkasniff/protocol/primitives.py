@@ -62,6 +62,10 @@ _UUID_TEXT_MAX = 4096
 _URL_SAFE = bytes.maketrans(b"+/", b"-_")
 
 
+def _format_uuid(raw) -> str:
+    return b2a_base64(raw, newline=False)[:22].translate(_URL_SAFE).decode("ascii")
+
+
 def uuid_to_str(raw: bytes) -> str:
     """Kafka's textual UUID: URL-safe base64 of the 16 bytes, no padding (``Uuid.toString``).
 
@@ -71,13 +75,14 @@ def uuid_to_str(raw: bytes) -> str:
     wrapper for unhashable buffers, measured slower): a topic id is formatted once, not
     once per partition list it appears in. Raises ``TypeError`` for an object that is not
     a buffer."""
-    text = _UUID_TEXT.get(raw) if type(raw) is bytes else None
+    if type(raw) is not bytes:      # a buffer that is no dict key: formatted, not kept
+        return _format_uuid(raw)
+    text = _UUID_TEXT.get(raw)
     if text is None:
-        text = b2a_base64(raw, newline=False)[:22].translate(_URL_SAFE).decode("ascii")
-        if type(raw) is bytes:
-            if len(_UUID_TEXT) >= _UUID_TEXT_MAX:
-                _UUID_TEXT.clear()
-            _UUID_TEXT[raw] = text
+        text = _format_uuid(raw)
+        if len(_UUID_TEXT) >= _UUID_TEXT_MAX:
+            _UUID_TEXT.clear()
+        _UUID_TEXT[raw] = text
     return text
 
 
