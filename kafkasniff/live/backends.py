@@ -42,6 +42,7 @@ import struct
 import time
 from typing import Callable
 
+from kafkasniff.capture.pcapfile import TPACKET3_BLOCK, TPACKET3_HEADER
 from kafkasniff.live.bpf import (
     DROP_ALL,
     Interface,
@@ -76,11 +77,11 @@ PACKET_TIMESTAMP = 17
 SOF_TIMESTAMPING_SOFTWARE = 1 << 4
 
 #: tpacket3_hdr: tp_next_offset, tp_sec, tp_nsec, tp_snaplen, tp_len, tp_status, tp_mac, tp_net
-tp3_packet_header = struct.Struct("<IIIIIIHH").unpack_from
+tp3_packet_header = TPACKET3_HEADER.unpack_from
 _TP3_HDR_LEN = 48        # TPACKET_ALIGN(sizeof(struct tpacket3_hdr))
 #: block descriptor: version, offset_to_priv, block_status, num_pkts, offset_to_first_pkt,
 #: blk_len
-_blk_hdr = struct.Struct("<IIIII").unpack_from
+_blk_hdr = TPACKET3_BLOCK.unpack_from
 _blk_hdr6 = struct.Struct("<IIIIII").unpack_from
 _u32 = struct.Struct("<I").unpack_from
 _zero_u32 = struct.Struct("<I").pack_into

@@ -19,9 +19,9 @@ import struct
 import time
 import traceback
 
+from kafkasniff.capture.pcapfile import tpacket_v3_packets
 from kafkasniff.live.backends import (FLAG_COOKED, FLAG_SKIP_OUTGOING, KIND_SECRETS,
-                                      KIND_TPACKET_V3, batch_header, block_packets,
-                                      tp3_packet_header)
+                                      KIND_TPACKET_V3, batch_header, block_packets)
 from kafkasniff.live.config import CONN_ID_STRIDE, END_BARRIER_S, KEPT_AT_END, LiveConfig
 from kafkasniff.live.dispatch import packet_record
 from kafkasniff.live.messages import (AllFed, DecoderDone, DecoderFailed, DecoderFed,
@@ -186,27 +186,22 @@ def _put(q, msg, parent: int) -> None:
 
 _BATCH_HDR = batch_header.size
 _REC = packet_record.size
-_blk_num_first = struct.Struct("<II").unpack_from
 
 
 def _feed_block(buf: bytes, base: int, link_type: int, flags: int, feed, handle, CP) -> None:
-    """Feed the packets of a TPACKET_V3 block (``buf[base:]``) to the pipeline."""
+    """Feed the packets of a TPACKET_V3 block (``buf[base:]``) to the pipeline: as they are
+    through the compiled block walk (:func:`~kafkasniff.capture.pcapfile.tpacket_v3_packets`),
+    or, to skip outgoing copies or build cooked headers, through :func:`block_packets`."""
     if flags & (FLAG_COOKED | FLAG_SKIP_OUTGOING):
         for ts, data, orig in block_packets(buf, base, flags):
             out = feed(CP(ts, link_type, bytes(data), orig))
             if out:
                 handle(out)
         return
-    num, first = _blk_num_first(buf, base + 12)
-    off = base + first
-    hdr = tp3_packet_header
-    for _ in range(num):
-        nxt, sec, nsec, snap, length, _st, mac, _net = hdr(buf, off)
-        start = off + mac
-        out = feed(CP(sec * 1_000_000_000 + nsec, link_type, buf[start:start + snap], length))
+    for pkt in tpacket_v3_packets(buf, base, link_type):
+        out = feed(pkt)
         if out:
             handle(out)
-        off += nxt
 
 
 def _drain(q) -> list:
