@@ -19,11 +19,10 @@ import struct
 import time
 import traceback
 
-from kafkasniff.capture.pcapfile import tpacket_v3_packets
+from kafkasniff.capture.pcapfile import packed_records, tpacket_v3_packets
 from kafkasniff.live.backends import (FLAG_COOKED, FLAG_SKIP_OUTGOING, KIND_SECRETS,
                                       KIND_TPACKET_V3, batch_header, block_packets)
 from kafkasniff.live.config import CONN_ID_STRIDE, END_BARRIER_S, KEPT_AT_END, LiveConfig
-from kafkasniff.live.dispatch import packet_record
 from kafkasniff.live.messages import (AllFed, DecoderDone, DecoderFailed, DecoderFed,
                                       DecoderOutput, DetailReply, KeptExchanges)
 from kafkasniff.live.procs import ignore_signals, profiled
@@ -41,7 +40,10 @@ def decoder_main(wid: int, cfg: LiveConfig, inq, ctlq, resq, defs=None) -> None:
         cfg: the :class:`~kafkasniff.live.config.LiveConfig`.
         inq: its :class:`kafkasniff.parallel.shm.Channel`: batches from the capture process
             (``KIND_RECORDS``: :data:`~kafkasniff.live.dispatch.packet_record` + bytes per
-            packet; ``KIND_TPACKET_V3``: a whole ring block); closed at the end of capture.
+            packet, read by :func:`~kafkasniff.capture.pcapfile.packed_records`;
+            ``KIND_TPACKET_V3``: a whole ring block, walked by
+            :func:`~kafkasniff.capture.pcapfile.tpacket_v3_packets`); closed at the end of
+            capture.
         ctlq: its control queue from the collector:
             :class:`~kafkasniff.live.messages.TopicIdsLearned`,
             :class:`~kafkasniff.live.messages.DetailRequest`, and :class:`AllFed` at the end
@@ -91,7 +93,6 @@ def decoder_main(wid: int, cfg: LiveConfig, inq, ctlq, resq, defs=None) -> None:
             _put(resq, DecoderOutput(wid, items, learned, extra, st.to_dict(),
                                      sink.take_metrics()), parent)
 
-        unpack = packet_record.unpack_from
         CP = CapturedPacket
         last_send = time.monotonic()
         while True:
@@ -109,13 +110,8 @@ def decoder_main(wid: int, cfg: LiveConfig, inq, ctlq, resq, defs=None) -> None:
                     pipe.add_secrets(struct.unpack_from("<I", buf, _BATCH_HDR)[0],
                                      bytes(buf[_BATCH_HDR + 4:]))
                 else:
-                    off = _BATCH_HDR
-                    end = len(buf)
-                    while off < end:
-                        ts, cap, orig, lt = unpack(buf, off)
-                        off += _REC
-                        out = feed(CP(ts, lt, buf[off:off + cap], orig))
-                        off += cap
+                    for _, _, pkt in packed_records(buf, _BATCH_HDR):
+                        out = feed(pkt)
                         if out:
                             handle(out)
             now = time.monotonic()
@@ -185,7 +181,6 @@ def _put(q, msg, parent: int) -> None:
 
 
 _BATCH_HDR = batch_header.size
-_REC = packet_record.size
 
 
 def _feed_block(buf: bytes, base: int, link_type: int, flags: int, feed, handle, CP) -> None:

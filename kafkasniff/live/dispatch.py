@@ -18,6 +18,7 @@ import time
 from typing import Any, Callable
 
 from kafkasniff.capture.flows import flow_hash, ip_offset, partition
+from kafkasniff.capture.pcapfile import PACKED_RECORD
 from kafkasniff.live.backends import KIND_RECORDS, KIND_SECRETS, batch_header
 from kafkasniff.live.config import C_DISPATCHED, C_PACKETS, C_QUEUE_DROPS, LiveConfig
 
@@ -27,9 +28,11 @@ __all__ = [
 ]
 
 #: the header of each packet in a ``KIND_RECORDS`` batch, followed by ``caplen`` frame
-#: bytes: ``ts_ns`` (capture time, int64 ns since the epoch), ``caplen`` (bytes kept),
-#: ``orig_len`` (bytes on the wire), ``link_type`` (pcap LINKTYPE_*); little-endian
-packet_record = struct.Struct("<qIIi")
+#: bytes: the records of ``--jobs`` batches (:data:`kafkasniff.capture.pcapfile.PACKED_RECORD`,
+#: read back by the compiled :func:`~kafkasniff.capture.pcapfile.packed_records`): ``ts_ns``
+#: (capture time, int64 ns since the epoch), ``caplen`` (bytes kept), ``orig_len`` (bytes on
+#: the wire), the link type (pcap LINKTYPE_*) and an index, always 0 here; little-endian
+packet_record = PACKED_RECORD
 _rec_pack = packet_record.pack
 class Dispatcher:
     """Batches packets per decoder and hands batches to bounded queues (capture process).
@@ -64,7 +67,7 @@ class Dispatcher:
         b = self.bufs[w]
         if not b:
             self.first[w] = time.monotonic()
-        b += _rec_pack(ts, len(data), orig, link_type)
+        b += _rec_pack(ts, len(data), orig, link_type, 0)
         b += data
         self.counts[w] += 1
         if self.writer is not None:
@@ -91,7 +94,7 @@ class Dispatcher:
                 b = b0[0]
                 if not b:
                     first[0] = mono()
-                b += _rec_pack(ts, len(data), orig, link_type)
+                b += _rec_pack(ts, len(data), orig, link_type, 0)
                 b += data
                 counts[0] += 1
                 if len(b) >= limit:
@@ -107,7 +110,7 @@ class Dispatcher:
             b = bufs[w]
             if not b:
                 first[w] = mono()
-            b += _rec_pack(ts, len(data), orig, link_type)
+            b += _rec_pack(ts, len(data), orig, link_type, 0)
             b += data
             counts[w] += 1
             if writer is not None:
@@ -131,7 +134,7 @@ class Dispatcher:
             b = bufs[i]
             if not b:
                 first[i] = mono()
-            b += _rec_pack(ts, len(data), orig, link_type)
+            b += _rec_pack(ts, len(data), orig, link_type, 0)
             b += data
             counts[i] += 1
             if writer is not None:

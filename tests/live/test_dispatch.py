@@ -7,6 +7,7 @@ import random
 import struct
 
 from kafkasniff.capture.flows import flow_hash, ip_offset, partition
+from kafkasniff.capture.pcapfile import packed_records
 from kafkasniff.live.config import C_DISPATCHED, C_PACKETS, C_QUEUE_DROPS, N_COUNTERS, LiveConfig
 from kafkasniff.live.dispatch import Dispatcher
 from tests.capture import builders as b
@@ -78,10 +79,13 @@ def test_dispatcher_counts_queue_drops():
     assert counters[C_PACKETS] == 200
     assert counters[C_DISPATCHED] == sent[0]
     assert counters[C_QUEUE_DROPS] == sent[1]
-    # the batch format: <kind, link type, flags>, then <ts, caplen, orig_len, link_type> +
-    # bytes per packet
+    # the batch format: <kind, link type, flags>, then <ts, caplen, orig_len, link_type,
+    # index 0> + bytes per packet, what the decoders read with packed_records
     batch, count = take.batches[0]
     assert count == sent[0]
     assert struct.unpack_from("<HHI", batch) == (1, 0, 0)
-    ts, cap, orig, lt = struct.unpack_from("<qIIi", batch, 8)
-    assert lt == 1 and cap == orig and ts > 0
+    ts, cap, orig, lt, idx = struct.unpack_from("<qIIiQ", batch, 8)
+    assert lt == 1 and cap == orig and ts > 0 and idx == 0
+    got = [(kind, idx, pkt.data) for kind, idx, pkt in packed_records(batch, 8)]
+    assert len(got) == count
+    assert all(kind == 1 and idx == 0 and partition(1, data, 2) == 0 for kind, idx, data in got)
