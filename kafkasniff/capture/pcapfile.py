@@ -66,8 +66,11 @@ except ImportError:     # plain Python (Cython is only needed to compile: docs/c
 __all__ = [
     "MAX_RECORD_BYTES",
     "PACKED_RECORD",
+    "SLL2_HEADER",
+    "SOCKADDR_LL",
     "TPACKET3_BLOCK",
     "TPACKET3_HEADER",
+    "TPACKET3_HEADER_BYTES",
     "READ_CHUNK_BYTES",
     "Checkpoint",
     "PacketSource",
@@ -1066,23 +1069,38 @@ def packed_records(buf: bytes, off: int = 0) -> Iterator[tuple[int, int, object]
 #: of linux/if_packet.h, little-endian as on the hosts live capture runs on): tp_next_offset,
 #: tp_sec, tp_nsec, tp_snaplen, tp_len, tp_status, tp_mac, tp_net
 TPACKET3_HEADER = struct.Struct("<IIIIIIHH")
+#: TPACKET_ALIGN(sizeof(struct tpacket3_hdr)): where a packet's ``sockaddr_ll`` starts
+TPACKET3_HEADER_BYTES = 48
 #: a TPACKET_V3 block descriptor's fields before the packets: version, offset_to_priv,
 #: block_status, num_pkts, offset_to_first_pkt (``struct tpacket_hdr_v1`` after its version)
 TPACKET3_BLOCK = struct.Struct("<IIIII")
+#: ``struct sockaddr_ll`` (packet(7)): family, protocol (network order, kept raw), ifindex,
+#: hatype, pkttype, halen, addr[8]
+SOCKADDR_LL = struct.Struct("<H2siHBB8s")
+#: the LINKTYPE_LINUX_SLL2 header libpcap writes for cooked captures: protocol (raw), 2
+#: reserved bytes, ifindex, hatype, pkttype, halen, addr[8], big-endian
+SLL2_HEADER = struct.Struct(">2s2xIHBB8s")
+_PACKET_OUTGOING = 4
 
 
 @cython.locals(p=cython.p_uchar, off=cython.Py_ssize_t, end=cython.Py_ssize_t,
                num=cython.Py_ssize_t, i=cython.Py_ssize_t, nxt=cython.Py_ssize_t,
                snap=cython.Py_ssize_t, start=cython.Py_ssize_t, ts=cython.longlong,
                length=cython.longlong)
-def tpacket_v3_packets(buf: bytes, base: int, link_type: int) -> Iterator[CapturedPacket]:
+def tpacket_v3_packets(buf: bytes, base: int, link_type: int, cooked: bool = False,
+                       skip_outgoing: bool = False) -> Iterator[CapturedPacket]:
     """The packets of the TPACKET_V3 ring block at ``buf[base:]`` (``bytes``: a block as the
     kernel wrote it, copied out of the ring), in order, as :class:`CapturedPacket`
     (``ts_ns`` from tp_sec/tp_nsec, ``data`` the tp_snaplen bytes at tp_mac, ``orig_len``
-    tp_len, ``interface_id`` 0). Every packet is taken as it is: callers that must skip
-    outgoing copies or build a cooked header walk the block themselves. Compiled, the
-    headers are read in place and each packet filled by the setters of the pcap record
-    loop (what a live decoder does with every packet); linux/if_packet.h, packet(7).
+    tp_len, ``interface_id`` 0); linux/if_packet.h, packet(7).
+
+    ``cooked``: the ring reads from the network header on (``SOCK_DGRAM``, ``-i any``): each
+    packet gets the LINKTYPE_LINUX_SLL2 header libpcap would write, built from its
+    ``sockaddr_ll`` (``orig_len`` counts its 20 bytes; ``link_type`` should be 276).
+    ``skip_outgoing``: packets of type PACKET_OUTGOING are left out (loopback's second copy,
+    where the socket option cannot drop it). Compiled, the headers are read in place and
+    each packet filled by the setters of the pcap record loop (what a live decoder does with
+    every packet).
 
     Raises:
         ValueError: a packet header or its bytes run past the end of ``buf`` (the packets
@@ -1096,8 +1114,9 @@ def tpacket_v3_packets(buf: bytes, base: int, link_type: int) -> Iterator[Captur
     off = base + first
     hdr = TPACKET3_HEADER.unpack_from
     packet = CapturedPacket
+    addr_end = TPACKET3_HEADER_BYTES + SOCKADDR_LL.size if cooked or skip_outgoing else 28
     for i in range(num):
-        if off < base or off + 28 > end:
+        if off < base or off + addr_end > end:
             raise ValueError(f"packet {i} of a TPACKET_V3 block at byte {off} of {end}")
         if cython.compiled:
             nxt = _le32(p, off)
@@ -1112,15 +1131,25 @@ def tpacket_v3_packets(buf: bytes, base: int, link_type: int) -> Iterator[Captur
         if start + snap > end:
             raise ValueError(f"packet {i} of a TPACKET_V3 block: {snap} bytes at byte "
                              f"{start}, past its end ({end})")
+        if cooked or skip_outgoing:
+            _, proto, ifindex, hatype, pkttype, halen, addr = SOCKADDR_LL.unpack_from(
+                buf, off + TPACKET3_HEADER_BYTES)
+            if skip_outgoing and pkttype == _PACKET_OUTGOING:
+                off += nxt
+                continue
         pkt = _new(packet)
         _p_ts(pkt, ts)
         _p_link(pkt, link_type)
-        _p_data(pkt, buf[start:start + snap])
-        _p_orig(pkt, length)
+        if cooked:
+            _p_data(pkt, SLL2_HEADER.pack(proto, ifindex, hatype, pkttype, halen, addr)
+                    + buf[start:start + snap])
+            _p_orig(pkt, length + 20)
+        else:
+            _p_data(pkt, buf[start:start + snap])
+            _p_orig(pkt, length)
         _p_iface(pkt, 0)
         yield pkt
         off += nxt
-
 
 def open_capture(source: str | os.PathLike[str] | IO[bytes], *, checkpoint_every: int = 0,
                  start: Checkpoint | None = None,

@@ -42,7 +42,13 @@ import struct
 import time
 from typing import Callable
 
-from kafkasniff.capture.pcapfile import TPACKET3_BLOCK, TPACKET3_HEADER
+from kafkasniff.capture.pcapfile import (
+    SLL2_HEADER,
+    SOCKADDR_LL,
+    TPACKET3_BLOCK,
+    TPACKET3_HEADER,
+    TPACKET3_HEADER_BYTES,
+)
 from kafkasniff.live.bpf import (
     DROP_ALL,
     Interface,
@@ -78,7 +84,7 @@ SOF_TIMESTAMPING_SOFTWARE = 1 << 4
 
 #: tpacket3_hdr: tp_next_offset, tp_sec, tp_nsec, tp_snaplen, tp_len, tp_status, tp_mac, tp_net
 tp3_packet_header = TPACKET3_HEADER.unpack_from
-_TP3_HDR_LEN = 48        # TPACKET_ALIGN(sizeof(struct tpacket3_hdr))
+_TP3_HDR_LEN = TPACKET3_HEADER_BYTES
 #: block descriptor: version, offset_to_priv, block_status, num_pkts, offset_to_first_pkt,
 #: blk_len
 _blk_hdr = TPACKET3_BLOCK.unpack_from
@@ -87,8 +93,8 @@ _u32 = struct.Struct("<I").unpack_from
 _zero_u32 = struct.Struct("<I").pack_into
 #: sockaddr_ll: family, protocol (network order, kept raw), ifindex, hatype, pkttype, halen,
 #: addr[8]
-_sockaddr_ll = struct.Struct("<H2siHBB8s").unpack_from
-_sll2 = struct.Struct(">2s2xIHBB8s").pack
+_sockaddr_ll = SOCKADDR_LL.unpack_from
+_sll2 = SLL2_HEADER.pack
 _tpacket_stats = struct.Struct("<III")     # tp_packets, tp_drops, tp_freeze_q_cnt (v3)
 _timespec = struct.Struct("@qq")
 

@@ -21,7 +21,7 @@ import traceback
 
 from kafkasniff.capture.pcapfile import packed_records, tpacket_v3_packets
 from kafkasniff.live.backends import (FLAG_COOKED, FLAG_SKIP_OUTGOING, KIND_SECRETS,
-                                      KIND_TPACKET_V3, batch_header, block_packets)
+                                      KIND_TPACKET_V3, batch_header)
 from kafkasniff.live.config import CONN_ID_STRIDE, END_BARRIER_S, KEPT_AT_END, LiveConfig
 from kafkasniff.live.messages import (AllFed, DecoderDone, DecoderFailed, DecoderFed,
                                       DecoderOutput, DetailReply, KeptExchanges)
@@ -57,7 +57,6 @@ def decoder_main(wid: int, cfg: LiveConfig, inq, ctlq, resq, defs=None) -> None:
     Returns quietly, sending nothing more, when the main process disappears.
     """
     ignore_signals()
-    from kafkasniff.capture.types import CapturedPacket
     from kafkasniff.live.outputs import DecoderSink
     from kafkasniff.pipeline import Pipeline, PipelineOptions
 
@@ -93,7 +92,6 @@ def decoder_main(wid: int, cfg: LiveConfig, inq, ctlq, resq, defs=None) -> None:
             _put(resq, DecoderOutput(wid, items, learned, extra, st.to_dict(),
                                      sink.take_metrics()), parent)
 
-        CP = CapturedPacket
         last_send = time.monotonic()
         while True:
             msg = inq.get(0.05)
@@ -105,7 +103,7 @@ def decoder_main(wid: int, cfg: LiveConfig, inq, ctlq, resq, defs=None) -> None:
                 buf = msg[0]
                 kind, blt, bflags = batch_header.unpack_from(buf, 0)
                 if kind == KIND_TPACKET_V3:
-                    _feed_block(buf, _BATCH_HDR, blt, bflags, feed, handle, CP)
+                    _feed_block(buf, _BATCH_HDR, blt, bflags, feed, handle)
                 elif kind == KIND_SECRETS:
                     pipe.add_secrets(struct.unpack_from("<I", buf, _BATCH_HDR)[0],
                                      bytes(buf[_BATCH_HDR + 4:]))
@@ -183,17 +181,12 @@ def _put(q, msg, parent: int) -> None:
 _BATCH_HDR = batch_header.size
 
 
-def _feed_block(buf: bytes, base: int, link_type: int, flags: int, feed, handle, CP) -> None:
-    """Feed the packets of a TPACKET_V3 block (``buf[base:]``) to the pipeline: as they are
-    through the compiled block walk (:func:`~kafkasniff.capture.pcapfile.tpacket_v3_packets`),
-    or, to skip outgoing copies or build cooked headers, through :func:`block_packets`."""
-    if flags & (FLAG_COOKED | FLAG_SKIP_OUTGOING):
-        for ts, data, orig in block_packets(buf, base, flags):
-            out = feed(CP(ts, link_type, bytes(data), orig))
-            if out:
-                handle(out)
-        return
-    for pkt in tpacket_v3_packets(buf, base, link_type):
+def _feed_block(buf: bytes, base: int, link_type: int, flags: int, feed, handle) -> None:
+    """Feed the packets of a TPACKET_V3 block (``buf[base:]``) to the pipeline, walked by
+    :func:`~kafkasniff.capture.pcapfile.tpacket_v3_packets` (compiled: the packets are made
+    in C), cooked headers built and outgoing copies skipped as the block's flags say."""
+    for pkt in tpacket_v3_packets(buf, base, link_type, bool(flags & FLAG_COOKED),
+                                  bool(flags & FLAG_SKIP_OUTGOING)):
         out = feed(pkt)
         if out:
             handle(out)

@@ -14,7 +14,7 @@ import pytest
 
 from kafkasniff.capture import pcapfile
 from kafkasniff.capture.types import CapturedPacket
-from kafkasniff.live.backends import block_packets
+from kafkasniff.live.backends import FLAG_COOKED, FLAG_SKIP_OUTGOING, block_packets
 from kafkasniff.live.decoder import _feed_block
 from tests.conftest import CAPTURES
 from tests.support.as_python import as_python
@@ -28,8 +28,15 @@ _MAC = 48 + 18              # TPACKET_ALIGN(tpacket3_hdr) + sockaddr_ll, as the 
 _HDR = struct.Struct("<IIIIIIHH")
 
 
-def build_block(frames: list[tuple[int, bytes, int]], lead: bytes = b"") -> bytes:
-    """A TPACKET_V3 block of ``(ts_ns, data, orig_len)`` frames, after ``lead`` bytes."""
+_SOCKADDR_LL = struct.Struct("<H2siHBB8s")
+_PACKET_HOST, _PACKET_OUTGOING = 0, 4
+
+
+def build_block(frames: list[tuple[int, bytes, int]], lead: bytes = b"",
+                pkttypes: list[int] | None = None) -> bytes:
+    """A TPACKET_V3 block of ``(ts_ns, data, orig_len)`` frames, after ``lead`` bytes; each
+    packet's ``sockaddr_ll`` (after its header) of packet type ``pkttypes[i]`` (default:
+    PACKET_HOST), IPv4 on interface 7, an Ethernet address."""
     body = bytearray()
     for i, (ts, data, orig) in enumerate(frames):
         size = (_MAC + len(data) + 15) & ~15
@@ -37,6 +44,9 @@ def build_block(frames: list[tuple[int, bytes, int]], lead: bytes = b"") -> byte
         sec, nsec = divmod(ts, 1_000_000_000)
         _HDR.pack_into(rec, 0, size if i < len(frames) - 1 else 0, sec, nsec, len(data),
                        orig, 1, _MAC, _MAC + 14)
+        _SOCKADDR_LL.pack_into(rec, 48, 17, b"\x08\x00", 7, 1,
+                               pkttypes[i] if pkttypes else _PACKET_HOST, 6,
+                               bytes(range(1, 7)) + b"\0\0")
         rec[_MAC:_MAC + len(data)] = data
         body += rec
     desc = bytearray(_BLOCK_DESC)
@@ -72,6 +82,38 @@ def test_a_block_gives_back_the_packets_it_was_built_from(module):
 
 
 @pytest.mark.parametrize("module", list(MODULES), ids=str)
+@pytest.mark.parametrize("cooked", [False, True], ids=["ethernet", "cooked"])
+def test_cooked_headers_and_skipped_outgoing_copies_as_the_backends_walk_gives_them(
+        module, cooked):
+    """``-i any`` (cooked: an SLL2 header built from each packet's sockaddr_ll, as libpcap
+    writes it) and kernels whose loopback shows outgoing copies (skipped) give what the live
+    backends' ``block_packets`` gives for the same block and flags."""
+    mod = MODULES[module]
+    frames = _capture_frames()
+    types = [_PACKET_OUTGOING if i % 3 == 1 else _PACKET_HOST for i in range(len(frames))]
+    block = build_block(frames, lead=b"HEAD", pkttypes=types)
+    link = 276 if cooked else 1
+    for skip in (False, True):
+        got = list(mod.tpacket_v3_packets(block, 4, link, cooked, skip))
+        flags = (FLAG_COOKED if cooked else 0) | (FLAG_SKIP_OUTGOING if skip else 0)
+        want = [(ts, link, bytes(data), orig, 0)
+                for ts, data, orig in block_packets(block, 4, flags)]
+        assert _fields(got) == want
+        kept = [(f, t) for f, t in zip(frames, types) if not skip or t != _PACKET_OUTGOING]
+        assert len(got) == len(kept)
+        assert (len(kept) < len(frames)) if skip else (len(kept) == len(frames))
+        if cooked:
+            # protocol 0x0800, 2 reserved bytes, ifindex 7, hatype 1, packet type, halen 6,
+            # the address padded to 8 bytes
+            assert [(p.data, p.orig_len) for p in got] == [
+                (bytes.fromhex("0800" "0000" "00000007" "0001") + bytes([t, 6, 1, 2, 3, 4, 5, 6,
+                                                                         0, 0]) + d, o + 20)
+                for (_, d, o), t in kept]
+        else:
+            assert [(p.data, p.orig_len) for p in got] == [(d, o) for (_, d, o), _ in kept]
+
+
+@pytest.mark.parametrize("module", list(MODULES), ids=str)
 def test_a_cut_block_is_an_error_after_the_packets_before_it(module):
     mod = MODULES[module]
     frames = _capture_frames()[:3]
@@ -97,7 +139,6 @@ def test_the_live_decoder_feeds_every_packet_of_a_block_in_order():
         fed.append(pkt)
         return [len(fed)] if len(fed) % 7 == 0 else []
 
-    _feed_block(build_block(frames, lead=b"x" * 12), 12, 1, 0, feed, handled.extend,
-                CapturedPacket)
+    _feed_block(build_block(frames, lead=b"x" * 12), 12, 1, 0, feed, handled.extend)
     assert _fields(fed) == [(ts, 1, data, orig, 0) for ts, data, orig in frames]
     assert handled == list(range(7, len(frames) + 1, 7))
