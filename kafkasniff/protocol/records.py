@@ -58,8 +58,6 @@ from dataclasses import dataclass
 from functools import partial
 from itertools import islice
 
-from crc32c import crc32c as _crc32c
-
 from kafkasniff.frozen import fast_init
 from kafkasniff.protocol.compression import (
     DEFAULT_MAX_BYTES,
@@ -415,6 +413,20 @@ def _v2_partial(data: bytes, pos: int, rem: int) -> Batch:
 
 
 _INT64_MAX = (1 << 63) - 1
+
+
+def _crc32c(data) -> int:
+    """CRC-32C of ``data`` (a bytes-like object) by the crc32c package, imported at the first
+    record batch checked: its ``__init__`` reads its own version through
+    ``importlib.metadata`` (with ``email``, ``zipfile`` and ``argparse``: 40 ms of every
+    process start), which a process that checks no batch (``--help``, the Spark driver, a
+    capture without record data) does without. This function replaces itself with the
+    package's on the first call."""
+    global _crc32c
+    from crc32c import crc32c
+
+    _crc32c = crc32c
+    return crc32c(data)
 
 
 def _v2_batch(data: bytes, mv: memoryview, pos: int, end: int, ctx: _Ctx) -> Batch:

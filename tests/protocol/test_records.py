@@ -9,6 +9,8 @@ from __future__ import annotations
 import dataclasses
 import json
 import struct
+import subprocess
+import sys
 import tracemalloc
 
 import pytest
@@ -835,3 +837,21 @@ def test_the_pre_0_10_lz4_header_checksum_is_a_departure_from_magic_1_on(magic):
     # magic 0 with that checksum is how Kafka wrote it: no issue
     assert decode_records(enc.message_set(0, [dataclasses.replace(recs[0], timestamp=None)],
                                           codec="lz4", lz4_broken_hc=True)).issues == ()
+
+
+def test_the_crc32c_package_is_imported_at_the_first_batch_checked():
+    """Starting a decoding process does not import the crc32c package (its ``__init__``
+    pulls in ``importlib.metadata``: 40 ms of every start); the first record batch checked
+    does, and its CRC is the package's."""
+    code = (
+        "import sys\n"
+        "import kafkasniff.cli, kafkasniff.pipeline\n"
+        "from kafkasniff.protocol import records\n"
+        "before = [m for m in ('crc32c', 'importlib.metadata') if m in sys.modules]\n"
+        "got = records.decode_records(bytes.fromhex(sys.argv[1]))\n"
+        "print(before, 'crc32c' in sys.modules, got.batches[0].crc_ok,\n"
+        "      records._crc32c is sys.modules['crc32c'].crc32c)\n")
+    wire = enc.record_batch([enc.Rec(b"k", b"v", [], 0, 0)])
+    out = subprocess.run([sys.executable, "-c", code, wire.hex()], capture_output=True,
+                         text=True, check=True).stdout
+    assert out.split() == ["[]", "True", "True", "True"]
