@@ -1151,6 +1151,7 @@ def tpacket_v3_packets(buf: bytes, base: int, link_type: int, cooked: bool = Fal
         yield pkt
         off += nxt
 
+
 def open_capture(source: str | os.PathLike[str] | IO[bytes], *, checkpoint_every: int = 0,
                  start: Checkpoint | None = None,
                  on_secrets: Callable[[int, bytes], None] | None = None) -> PacketSource:

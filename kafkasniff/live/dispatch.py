@@ -34,6 +34,8 @@ __all__ = [
 #: the wire), the link type (pcap LINKTYPE_*) and an index, always 0 here; little-endian
 packet_record = PACKED_RECORD
 _rec_pack = packet_record.pack
+
+
 class Dispatcher:
     """Batches packets per decoder and hands batches to bounded queues (capture process).
 

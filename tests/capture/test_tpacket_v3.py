@@ -26,8 +26,6 @@ if (_source := as_python(pcapfile)) is not pcapfile:
 _BLOCK_DESC = 48            # struct tpacket_block_desc, aligned
 _MAC = 48 + 18              # TPACKET_ALIGN(tpacket3_hdr) + sockaddr_ll, as the kernel pads
 _HDR = struct.Struct("<IIIIIIHH")
-
-
 _SOCKADDR_LL = struct.Struct("<H2siHBB8s")
 _PACKET_HOST, _PACKET_OUTGOING = 0, 4
 
