@@ -115,12 +115,12 @@ _tcp = struct.Struct("!HHIIBB").unpack_from
 # fills the slots directly instead (the same object: tests/test_compiled.py checks): through
 # the slot descriptors' setters in Python, through inline C functions of packet.pxd when
 # compiled.
+_SEGMENT_SLOTS = ("ts_ns", "src_ip", "src_port", "dst_ip", "dst_port", "seq", "ack", "flags",
+                  "payload", "missing_bytes")
 if not cython.compiled:
     _new = object.__new__   # compiled: slotstore.new_object, in the .pxd
     (_s_ts, _s_src_ip, _s_src_port, _s_dst_ip, _s_dst_port, _s_seq, _s_ack, _s_flags,
-     _s_payload, _s_missing) = (getattr(TcpSegment, _f).__set__ for _f in (
-        "ts_ns", "src_ip", "src_port", "dst_ip", "dst_port", "seq", "ack", "flags", "payload",
-        "missing_bytes"))
+     _s_payload, _s_missing) = (getattr(TcpSegment, _f).__set__ for _f in _SEGMENT_SLOTS)
 
     def _sub(data: bytes, start: int, end: int) -> bytes:
         """``data[start:end]`` (compiled: a ``bytes`` made from the buffer, packet.pxd)."""
@@ -130,9 +130,7 @@ else:
     (
         _s_o_ts, _s_o_src_ip, _s_o_src_port, _s_o_dst_ip, _s_o_dst_port, _s_o_seq, _s_o_ack,
         _s_o_flags, _s_o_payload, _s_o_missing
-    ) = (slot_offset(TcpSegment, _f) for _f in (  # noqa: F821 - in the .pxd
-        "ts_ns", "src_ip", "src_port", "dst_ip", "dst_port", "seq", "ack", "flags", "payload",
-        "missing_bytes"))
+    ) = (slot_offset(TcpSegment, _f) for _f in _SEGMENT_SLOTS)  # noqa: F821 - in the .pxd
 
 
 def decode_packet(pkt: CapturedPacket) -> TcpSegment | Skipped:

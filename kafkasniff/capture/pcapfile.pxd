@@ -7,22 +7,22 @@ from libc.string cimport memcpy
 # _new: object.__new__(cls) in one C call; set_slot: a store at a slot's byte offset
 from kafkasniff.slotstore cimport new_object as _new, set_slot, slot_offset
 
-# the byte offsets of CapturedPacket's slots that the setters below store into
+# the byte offsets of CapturedPacket's slots that _packet stores into
 # (kafkasniff/slotstore.pxd), read at import by the .py file
 cdef Py_ssize_t _p_o_ts, _p_o_link, _p_o_data, _p_o_orig, _p_o_iface
 
-# the pcap record loop's CapturedPacket slot setters (the .py file defines them only as plain
-# Python)
-cdef inline int _p_ts(object o, object v) except -1:
-    return set_slot(o, _p_o_ts, "ts_ns", v)
-cdef inline int _p_link(object o, object v) except -1:
-    return set_slot(o, _p_o_link, "link_type", v)
-cdef inline int _p_data(object o, object v) except -1:
-    return set_slot(o, _p_o_data, "data", v)
-cdef inline int _p_orig(object o, object v) except -1:
-    return set_slot(o, _p_o_orig, "orig_len", v)
-cdef inline int _p_iface(object o, object v) except -1:
-    return set_slot(o, _p_o_iface, "interface_id", v)
+# cls(ts_ns, link_type, data, orig_len, interface_id) for cls CapturedPacket, its slots
+# filled at their offsets: how every packet loop of the module makes its packets (the .py
+# file defines it only as plain Python)
+cdef inline object _packet(type cls, object ts_ns, object link_type, object data,
+                           object orig_len, object interface_id):
+    cdef object pkt = _new(cls)
+    set_slot(pkt, _p_o_ts, "ts_ns", ts_ns)
+    set_slot(pkt, _p_o_link, "link_type", link_type)
+    set_slot(pkt, _p_o_data, "data", data)
+    set_slot(pkt, _p_o_orig, "orig_len", orig_len)
+    set_slot(pkt, _p_o_iface, "interface_id", interface_id)
+    return pkt
 
 # integers read in place from the bytes of a record header (the .py file defines them for
 # plain Python)

@@ -97,20 +97,33 @@ _PCAP_MAGICS = {
 }
 _PCAP_HEADER_BYTES = 24
 # CapturedPacket is a frozen slotted dataclass whose __init__ sets each field through
-# object.__setattr__: the pcap record loop and the pcapng loop's enhanced packet blocks fill
-# its slots directly instead (the same object, in half the time: tests/test_compiled.py
-# checks), through the slot descriptors' setters in Python, through inline C functions of
-# pcapfile.pxd when compiled.
+# object.__setattr__: every packet loop of this module (pcap records, pcapng enhanced packet
+# blocks, packed records, TPACKET_V3 blocks) makes its packets with _packet instead, which
+# fills the slots directly (the same object, in half the time: tests/test_compiled.py
+# checks): through the slot descriptors' setters in Python, at the slots' byte offsets
+# (inline C of pcapfile.pxd) when compiled.
+_PACKET_SLOTS = ("ts_ns", "link_type", "data", "orig_len", "interface_id")
 if not cython.compiled:
     _new = object.__new__   # compiled: slotstore.new_object, in the .pxd
-    _p_ts, _p_link, _p_data, _p_orig, _p_iface = (getattr(CapturedPacket, _f).__set__ for _f in (
-        "ts_ns", "link_type", "data", "orig_len", "interface_id"))
+    _p_ts, _p_link, _p_data, _p_orig, _p_iface = (
+        getattr(CapturedPacket, _f).__set__ for _f in _PACKET_SLOTS)
+
+    def _packet(cls: type, ts_ns: int, link_type: int, data: bytes, orig_len: int,
+                interface_id: int) -> CapturedPacket:
+        """``cls(ts_ns, link_type, data, orig_len, interface_id)`` for ``cls``
+        :class:`CapturedPacket`, its slots filled directly (compiled: pcapfile.pxd)."""
+        pkt = _new(cls)
+        _p_ts(pkt, ts_ns)
+        _p_link(pkt, link_type)
+        _p_data(pkt, data)
+        _p_orig(pkt, orig_len)
+        _p_iface(pkt, interface_id)
+        return pkt
 else:
-    # the byte offsets of the slots the setters of the .pxd store into
+    # the byte offsets of the slots _packet stores into (pcapfile.pxd)
     (
         _p_o_ts, _p_o_link, _p_o_data, _p_o_orig, _p_o_iface
-    ) = (slot_offset(CapturedPacket, _f) for _f in (  # noqa: F821 - in the .pxd
-        "ts_ns", "link_type", "data", "orig_len", "interface_id"))
+    ) = (slot_offset(CapturedPacket, _f) for _f in _PACKET_SLOTS)  # noqa: F821 - in the .pxd
 _PCAP_RECORD_HEADER_BYTES = 16
 
 #: the header of one record as :meth:`PacketSource.pack_records` packs it (the records of
@@ -561,13 +574,7 @@ class PacketSource:
                     cps.append(Checkpoint(self._offset + pos, ts, self.packets_read))
                 self.packets_read += 1
                 self.packet_bytes += caplen
-                pkt = _new(packet)
-                _p_ts(pkt, ts)
-                _p_link(pkt, link)
-                _p_data(pkt, buf[pos + 16:nxt])
-                _p_orig(pkt, origlen)
-                _p_iface(pkt, 0)
-                yield pkt
+                yield _packet(packet, ts, link, buf[pos + 16:nxt], origlen, 0)
                 pos = nxt
             self._last_ts_ns = ts
             buf = self._pcap_more(buf, pos, end)
@@ -942,13 +949,7 @@ class PacketSource:
                 self._last_ts_ns = ts
                 self.packets_read += 1
                 self.packet_bytes += caplen
-                pkt = _new(packet)     # CapturedPacket(ts, link, data, origlen, gid)
-                _p_ts(pkt, ts)
-                _p_link(pkt, link)
-                _p_data(pkt, buf[pos + 28:pos + 28 + caplen])
-                _p_orig(pkt, origlen)
-                _p_iface(pkt, gid)
-                yield pkt
+                yield _packet(packet, ts, link, buf[pos + 28:pos + 28 + caplen], origlen, gid)
             elif btype == _BT_SPB:
                 if not ifaces:
                     self._invalid(buf, pos, "simple packet block, but the section declares no "
@@ -1025,8 +1026,9 @@ def packed_records(buf: bytes, off: int = 0) -> Iterator[tuple[int, int, object]
     ``off`` to its end, in order, as ``(kind, index, item)``: for a packet (``kind`` >= 0,
     its link type) ``item`` is its :class:`CapturedPacket` (``interface_id`` 0); for the
     caller's negative kinds it is ``(ts_ns, payload bytes)``. Compiled, the headers are read
-    in place and each packet filled by inline C setters (what a ``--jobs`` decoder does
-    with every packet).
+    in place and each packet filled by inline C setters (what a ``--jobs`` decoder, and a
+    live decoder for the batches of the socket backend and ``live -r``, does with every
+    packet).
 
     Raises:
         ValueError: a record's header or bytes run past the end of ``buf`` (the records
@@ -1054,13 +1056,7 @@ def packed_records(buf: bytes, off: int = 0) -> Iterator[tuple[int, int, object]
         data = buf[pos:pos + n]
         pos += n
         if kind >= 0:
-            pkt = _new(packet)
-            _p_ts(pkt, ts)
-            _p_link(pkt, kind)
-            _p_data(pkt, data)
-            _p_orig(pkt, orig)
-            _p_iface(pkt, 0)
-            yield kind, idx, pkt
+            yield kind, idx, _packet(packet, ts, kind, data, orig, 0)
         else:
             yield kind, idx, (ts, data)
 
@@ -1114,7 +1110,9 @@ def tpacket_v3_packets(buf: bytes, base: int, link_type: int, cooked: bool = Fal
     off = base + first
     hdr = TPACKET3_HEADER.unpack_from
     packet = CapturedPacket
-    addr_end = TPACKET3_HEADER_BYTES + SOCKADDR_LL.size if cooked or skip_outgoing else 28
+    # the bytes read of each packet's header: tpacket3_hdr, and its sockaddr_ll when needed
+    addr_end = TPACKET3_HEADER_BYTES + SOCKADDR_LL.size if cooked or skip_outgoing \
+        else TPACKET3_HEADER.size
     for i in range(num):
         if off < base or off + addr_end > end:
             raise ValueError(f"packet {i} of a TPACKET_V3 block at byte {off} of {end}")
@@ -1137,18 +1135,12 @@ def tpacket_v3_packets(buf: bytes, base: int, link_type: int, cooked: bool = Fal
             if skip_outgoing and pkttype == _PACKET_OUTGOING:
                 off += nxt
                 continue
-        pkt = _new(packet)
-        _p_ts(pkt, ts)
-        _p_link(pkt, link_type)
         if cooked:
-            _p_data(pkt, SLL2_HEADER.pack(proto, ifindex, hatype, pkttype, halen, addr)
-                    + buf[start:start + snap])
-            _p_orig(pkt, length + 20)
+            yield _packet(packet, ts, link_type,
+                          SLL2_HEADER.pack(proto, ifindex, hatype, pkttype, halen, addr)
+                          + buf[start:start + snap], length + SLL2_HEADER.size, 0)
         else:
-            _p_data(pkt, buf[start:start + snap])
-            _p_orig(pkt, length)
-        _p_iface(pkt, 0)
-        yield pkt
+            yield _packet(packet, ts, link_type, buf[start:start + snap], length, 0)
         off += nxt
 
 

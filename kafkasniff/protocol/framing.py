@@ -189,17 +189,16 @@ class Frame:
 # object.__setattr__. The fast path of Framer.feed fills the slots directly instead (the same
 # object): through the slot descriptors' setters in Python, through inline C functions of
 # framing.pxd when compiled.
+_FRAME_SLOTS = ("size", "payload", "stream_offset", "first_ts_ns", "last_ts_ns", "missing_bytes")
 if not cython.compiled:
     _new = object.__new__   # compiled: slotstore.new_object, in the .pxd
     _f_size, _f_payload, _f_offset, _f_first_ts, _f_last_ts, _f_missing = (
-        getattr(Frame, _f).__set__ for _f in (
-            "size", "payload", "stream_offset", "first_ts_ns", "last_ts_ns", "missing_bytes"))
+        getattr(Frame, _f).__set__ for _f in _FRAME_SLOTS)
 else:
     # the byte offsets of the slots the setters of the .pxd store into
     (
         _f_o_size, _f_o_payload, _f_o_offset, _f_o_first_ts, _f_o_last_ts, _f_o_missing
-    ) = (slot_offset(Frame, _f) for _f in (  # noqa: F821 - in the .pxd
-        "size", "payload", "stream_offset", "first_ts_ns", "last_ts_ns", "missing_bytes"))
+    ) = (slot_offset(Frame, _f) for _f in _FRAME_SLOTS)  # noqa: F821 - in the .pxd
 
 
 @dataclass(frozen=True, slots=True)

@@ -88,19 +88,16 @@ _CTRL = SYN | FIN | RST
 # object.__setattr__, which costs ~0.2 us per event. The in-order fast path fills the
 # slots directly through their descriptors (same resulting object, checked by a test).
 # Compiled, the setters are inline C functions of reassembly.pxd (kafkasniff/slotstore.pxd).
+_STREAM_DATA_SLOTS = ("conn", "direction", "offset", "data", "ts_ns")
 if not cython.compiled:
     _new = object.__new__   # compiled: slotstore.new_object, in the .pxd
-    _sd_conn = StreamData.conn.__set__  # type: ignore[attr-defined]
-    _sd_direction = StreamData.direction.__set__  # type: ignore[attr-defined]
-    _sd_offset = StreamData.offset.__set__  # type: ignore[attr-defined]
-    _sd_data = StreamData.data.__set__  # type: ignore[attr-defined]
-    _sd_ts = StreamData.ts_ns.__set__  # type: ignore[attr-defined]
+    _sd_conn, _sd_direction, _sd_offset, _sd_data, _sd_ts = (
+        getattr(StreamData, _f).__set__ for _f in _STREAM_DATA_SLOTS)
 else:
     # the byte offsets of the slots the setters of the .pxd store into
     (
         _sd_o_conn, _sd_o_direction, _sd_o_offset, _sd_o_data, _sd_o_ts
-    ) = (slot_offset(StreamData, _f) for _f in (  # noqa: F821 - in the .pxd
-        "conn", "direction", "offset", "data", "ts_ns"))
+    ) = (slot_offset(StreamData, _f) for _f in _STREAM_DATA_SLOTS)  # noqa: F821 - in the .pxd
 
 
 def _sdiff(a: int, b: int) -> int:
