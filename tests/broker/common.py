@@ -242,8 +242,9 @@ def unfound_client_requests(cap: BrokerCapture, requests) -> list[tuple]:
     that the capture does not hold exactly once with the same api_key, api_version and
     expected status (:func:`status_allowing_resets`: a consumer that closes with a
     long-poll outstanding leaves it unanswered): by (client port, correlation_id) when the
-    client names the port, else by (client_id, correlation_id). ``(request, what was
-    found)`` each."""
+    client names the port, else by (client_id, correlation_id). A port that two connections
+    of the capture used one after the other (the kernel hands a freed ephemeral port out
+    again) is told apart by the client_id. ``(request, what was found)`` each."""
     status = status_allowing_resets(cap)
     by_port, by_id = defaultdict(list), defaultdict(list)
     for ex in cap.exchanges:
@@ -253,6 +254,8 @@ def unfound_client_requests(cap: BrokerCapture, requests) -> list[tuple]:
     for r in requests:
         found = by_port[(r.client_port, r.correlation_id)] if r.client_port is not None \
             else by_id[(r.client_id, r.correlation_id)]
+        if len({ex.conn_id for ex in found}) > 1:
+            found = [ex for ex in found if ex.client_id == r.client_id]
         got = [(ex.api_key, ex.api_version, ex.client_id, ex.status) for ex in found]
         want = [(r.api_key, r.api_version, r.client_id,
                  status(found[0]) if found else ExchangeStatus.PAIRED)]
