@@ -108,15 +108,22 @@ def test_alter_client_quotas_is_decoded(throttled):
                    "request_percentage": REQUEST_PERCENTAGE}
 
 
+def _by_key(cap):
+    """Exchanges by (client port, correlation_id, client_id): a port another connection of
+    the capture used before is told apart by the client_id."""
+    return {(client_port(ex.client), ex.correlation_id, ex.client_id): ex
+            for ex in cap.exchanges}
+
+
 def test_request_percentage_throttles_metadata(throttled):
     """A request-time quota (request_percentage) throttles every API, here Metadata: the
     throttled answers carry the broker's throttle time."""
     tag, cap = throttled
-    by_key = {(client_port(ex.client), ex.correlation_id): ex for ex in cap.exchanges}
+    by_key = _by_key(cap)
     throttles = []
     for r in cap.logged:
         if r.client_id == f"{tag}-requests" and r.api_key == 3:
-            ex = by_key[(r.client_port, r.correlation_id)]
+            ex = by_key[(r.client_port, r.correlation_id, r.client_id)]
             assert ex.throttle_time_ms == int(r.throttle_time_ms)
             throttles.append(ex.throttle_time_ms)
     assert len(throttles) >= METADATA_REQUESTS and max(throttles) > 0
@@ -124,13 +131,13 @@ def test_request_percentage_throttles_metadata(throttled):
 
 def test_throttle_times_are_the_brokers(throttled):
     tag, cap = throttled
-    by_key = {(client_port(ex.client), ex.correlation_id): ex for ex in cap.exchanges}
+    by_key = _by_key(cap)
     throttled_apis = set()
     compared = 0
     for r in cap.logged:
         if r.api_key not in (0, 1) or not (r.client_id or "").startswith(tag):
             continue
-        ex = by_key[(r.client_port, r.correlation_id)]
+        ex = by_key[(r.client_port, r.correlation_id, r.client_id)]
         assert ex.status == ExchangeStatus.PAIRED
         assert ex.throttle_time_ms == int(r.throttle_time_ms), (ex.api_name, r.fields)
         compared += 1
