@@ -30,6 +30,8 @@ cdef class Framer:
     cdef public long long max_frame_bytes
     cdef public int state
     cdef public bytearray buf
+    cdef public list parts
+    cdef public long long parts_len
     cdef public long long base
     cdef public list marks
     cdef public long long skip

@@ -228,9 +228,10 @@ class Framer:
     Memory: at most one frame (<= max_frame_bytes) plus a few bytes while hunting.
     """
 
-    __slots__ = ("validator", "min_frame_bytes", "max_frame_bytes", "state", "buf", "base",
-                 "marks", "skip", "skipped", "skip_start", "skip_ts", "closed", "damaged",
-                 "framed_bytes", "resync_bytes", "after_gap_bytes", "truncated_bytes")
+    __slots__ = ("validator", "min_frame_bytes", "max_frame_bytes", "state", "buf", "parts",
+                 "parts_len", "base", "marks", "skip", "skipped", "skip_start", "skip_ts",
+                 "closed", "damaged", "framed_bytes", "resync_bytes", "after_gap_bytes",
+                 "truncated_bytes")
 
     def __init__(self, validator: Validator | None = None, *, min_frame_bytes: int = 4,
                  max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES, synced: bool = True,
@@ -240,6 +241,10 @@ class Framer:
         self.max_frame_bytes = max_frame_bytes
         self.state = SYNCED if synced else TENTATIVE
         self.buf = bytearray()
+        # SYNCED inside a frame of a plausible size that began in buf: its later chunks, kept
+        # as they came (not copied into buf) until its last byte, and their length in bytes
+        self.parts: list[bytes] = []
+        self.parts_len = 0
         self.base = start_offset          # stream offset of buf[0]
         self.marks: list[tuple[int, int]] = []  # (end stream offset, ts_ns) of buffered chunks
         self.skip = 0                     # SKIPPING: bytes still to drop
@@ -262,7 +267,7 @@ class Framer:
     def feed(self, data: bytes, offset: int, ts_ns: int) -> list:
         """Feed in-order bytes starting at stream ``offset``. Returns frames and issues."""
         out: list = []
-        expected = self.base + len(self.buf)
+        expected = self.base + len(self.buf) + self.parts_len
         if offset != expected:
             if offset > expected:
                 out.extend(self.gap(expected, offset - expected, ts_ns))
@@ -323,17 +328,60 @@ class Framer:
             self.marks.append((base + n, ts_ns))
         else:
             buf = self.buf
-            buf += data
-            self.marks.append((offset + len(data), ts_ns))
+            n = len(data)
+            self.marks.append((offset + n, ts_ns))
             if self.state == SYNCED and len(buf) >= 4:
-                # inside a frame of a plausible size: nothing to do before its last byte (a
-                # large frame spans hundreds of segments); else _drain decides
+                # inside a frame of a plausible size (a large one spans hundreds of segments):
+                # its chunks are kept as they come, not appended to buf (each append could
+                # copy all of it again), and joined once, at its last byte
                 size = _size_at(buf, 0)[0]
-                if (self.min_frame_bytes <= size <= self.max_frame_bytes
-                        and len(buf) < 4 + size):
-                    return out
+                if self.min_frame_bytes <= size <= self.max_frame_bytes:
+                    expected = 4 + size - len(buf) - self.parts_len    # bytes still missing
+                    if n < expected:
+                        self.parts.append(data)
+                        self.parts_len += n
+                        return out
+                    if self.parts:
+                        self._complete(out, size, data, expected)
+                        return out
+                buf += data     # the frame ends in data, or its size is not plausible
+            else:
+                buf += data
+                if self.state == SYNCED and len(buf) >= 4:
+                    # the size prefix is whole now: nothing to do before the frame's last
+                    # byte if its size is plausible; else _drain decides
+                    size = _size_at(buf, 0)[0]
+                    if (self.min_frame_bytes <= size <= self.max_frame_bytes
+                            and len(buf) < 4 + size):
+                        return out
         self._drain(out)
         return out
+
+    @cython.locals(size=cython.longlong, k=cython.Py_ssize_t, base=cython.longlong)
+    def _complete(self, out: list, size: int, data: bytes, k: int) -> None:
+        """The frame at ``buf[0]``, its later chunks in ``parts``, ends ``k`` bytes into
+        ``data``: its payload made in one copy, then the rest of ``data`` framed as usual."""
+        buf = self.buf
+        parts = self.parts
+        parts.insert(0, buf[4:])
+        parts.append(data[:k] if k < len(data) else data)
+        payload = b"".join(parts)
+        self.parts = []
+        self.parts_len = 0
+        base = self.base
+        out.append(Frame(size, payload, base, self._ts_at(base), self._ts_at(base + 3 + size)))
+        self.framed_bytes += 4 + size
+        buf.clear()
+        self._consume(4 + size)     # the base moved past the frame, its marks dropped
+        if k < len(data):
+            buf += data[k:]
+            self._drain(out)
+
+    def _join_parts(self) -> None:
+        """Append the chunks kept in ``parts`` to ``buf`` (before a gap or the end)."""
+        self.buf += b"".join(self.parts)
+        self.parts = []
+        self.parts_len = 0
 
     def _ts_at(self, offset: int) -> int:
         for end, ts in self.marks:
@@ -444,6 +492,8 @@ class Framer:
     def gap(self, offset: int, length: int, ts_ns: int) -> list:
         """Bytes ``[offset, offset+length)`` were never captured."""
         out: list = []
+        if self.parts:
+            self._join_parts()
         expected = self.base + len(self.buf)
         if offset > expected:  # defensive: an implicit gap before this one
             length += offset - expected
@@ -533,6 +583,8 @@ class Framer:
         if self.closed:
             return out
         self.closed = True
+        if self.parts:
+            self._join_parts()
         if self.state == SKIPPING:
             size, payload, base, first_ts, _gap, missing, after = self.damaged
             self.damaged = None

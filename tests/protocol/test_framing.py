@@ -118,6 +118,59 @@ def test_retransmitted_overlap_is_ignored():
     assert issues_of(a + b + c) == []
 
 
+LARGE = [response(1, b"a" * 20_000), response(2, b"b" * 5), response(3, b"c" * 9_000)]
+LARGE_STREAM = b"".join(LARGE)
+
+
+def test_a_large_frame_over_many_segments_then_more_in_its_last_one():
+    """A frame spanning many segments is held as they came and made at its last byte; the
+    segment that ends it also carries the next frame whole and the start of a third."""
+    fr = Framer(None, min_frame_bytes=4)
+    end0 = len(LARGE[0])
+    cuts = list(range(1448, end0, 1448)) + [end0 + len(LARGE[1]) + 3000]
+    events, spans = feed_chunks(fr, LARGE_STREAM, cuts)
+    check_stream(events, spans, LARGE, [0, end0, end0 + len(LARGE[1])])
+    assert fr.close(9999) == []
+    assert fr.framed_bytes == len(LARGE_STREAM)
+
+
+def test_retransmission_inside_a_large_frame_is_ignored():
+    """The expected offset counts the segments held for an unfinished frame: a segment sent
+    again, or overlapping the last one, adds nothing."""
+    fr = Framer(None, min_frame_bytes=4)
+    out = fr.feed(LARGE_STREAM[:5000], 0, 1)
+    out += fr.feed(LARGE_STREAM[5000:9000], 5000, 2)
+    out += fr.feed(LARGE_STREAM[5000:9000], 5000, 3)         # the same segment again
+    out += fr.feed(LARGE_STREAM[8000:], 8000, 4)             # overlapping the last one
+    assert [f.payload for f in frames_of(out)] == [f[4:] for f in LARGE]
+    assert [(f.first_ts_ns, f.last_ts_ns) for f in frames_of(out)] == [(1, 4), (4, 4), (4, 4)]
+    assert fr.resync_bytes == 4000 + 1000
+    assert issues_of(out) == []
+
+
+@pytest.mark.parametrize("end", ["gap", "close"])
+def test_a_large_frame_cut_while_held(end):
+    """A gap or the end inside a frame whose segments are held reports it as a gap or an end
+    inside any frame: the bytes held are its payload so far."""
+    fr = Framer(None, min_frame_bytes=4)
+    out = fr.feed(LARGE_STREAM[:3000], 0, 1) + fr.feed(LARGE_STREAM[3000:7000], 3000, 2)
+    if end == "gap":
+        out += fr.gap(7000, 1000, 3)
+        out += fr.feed(LARGE_STREAM[8000:], 8000, 4)
+        out += fr.close(5)
+    else:
+        out += fr.close(3)
+    first = frames_of(out)[0]
+    assert first.payload == LARGE[0][4:7000] and first.stream_offset == 0
+    if end == "gap":        # sync kept: the frames after the damaged one are whole
+        assert first.missing_bytes == 1000
+        assert fr.after_gap_bytes == len(LARGE[0]) - 8000
+        assert [f.payload for f in frames_of(out)[1:]] == [f[4:] for f in LARGE[1:]]
+    else:
+        assert first.missing_bytes == len(LARGE[0]) - 7000
+        assert [i.kind for i in issues_of(out)] == [IssueKind.FRAME_TRUNCATED]
+
+
 # --------------------------------------------------------------------------- trailing data
 
 def test_trailing_partial_frame_then_close():
