@@ -196,8 +196,21 @@ class PipelineStats:
     issues: Counter = field(default_factory=Counter)
     first_ts_ns: int = 0
     last_ts_ns: int = 0
-    bytes: Counter = field(default_factory=Counter)
+    _ledger: Counter = field(default_factory=Counter)
     budgets: BudgetMeter = field(default_factory=BudgetMeter)
+    #: the TCP packets' header bytes not yet in the ledger's ``packet_headers``: added to
+    #: an int for each packet (an item of a Counter cost 175 ns, an int attribute 23 ns)
+    #: and moved to the ledger whenever :attr:`bytes` is read
+    _pending_headers: int = 0
+
+    @property
+    def bytes(self) -> Counter:
+        """The byte ledger (see the class's attributes)."""
+        n = self._pending_headers
+        if n:
+            self._pending_headers = 0
+            self._ledger["packet_headers"] += n
+        return self._ledger
 
     def to_dict(self) -> dict:
         """Every counter as plain JSON-able values (the counters by reason, status or kind
@@ -425,7 +438,7 @@ class Pipeline:
             out = []
         else:
             st.tcp_segments += 1
-            st.bytes["packet_headers"] += len(data) - len(seg.payload)
+            st._pending_headers += len(data) - len(seg.payload)   # into bytes, when read
             events = self._reassembler.feed(seg)
             if not events:
                 out = events        # the reassembler's own fresh empty list: no new one
