@@ -63,3 +63,14 @@ cdef inline int set_slot(object obj, Py_ssize_t offset, object name, object v) e
     addr[0] = <PyObject*>v
     Py_XDECREF(old)
     return 0
+
+# the object in the slot at offset of obj (an instance of exactly the class the offset was
+# read from: the caller's promise), a new reference; by name when offset is -1 or the slot
+# is empty (the generic look-up then raises AttributeError)
+cdef inline object get_slot(object obj, Py_ssize_t offset, object name):
+    cdef PyObject* v
+    if offset >= 0:
+        v = (<PyObject**>((<char*><PyObject*>obj) + offset))[0]
+        if v is not NULL:
+            return <object>v
+    return getattr(obj, name)

@@ -5,7 +5,7 @@
 
 
 # _new: object.__new__(cls) in one C call; set_slot: a store at a slot's byte offset
-from kafkasniff.slotstore cimport new_object as _new, set_slot, slot_offset
+from kafkasniff.slotstore cimport get_slot as _sg, new_object as _new, set_slot, slot_offset
 
 # the byte offsets of StreamData's slots that the setters below store into
 # (kafkasniff/slotstore.pxd), read at import by the .py file
@@ -22,6 +22,11 @@ cdef inline int _sd_data(object o, object v) except -1:
     return set_slot(o, _sd_o_data, "data", v)
 cdef inline int _sd_ts(object o, object v) except -1:
     return set_slot(o, _sd_o_ts, "ts_ns", v)
+
+# the byte offsets of the TcpSegment slots the fast path of feed reads with _sg (get_slot),
+# read at import by the .py file
+cdef Py_ssize_t _sg_o_ts, _sg_o_src_ip, _sg_o_src_port, _sg_o_dst_ip, _sg_o_dst_port
+cdef Py_ssize_t _sg_o_seq, _sg_o_ack, _sg_o_flags, _sg_o_payload, _sg_o_missing
 
 cdef class _Dir:
     cdef public _Conn st

@@ -98,6 +98,13 @@ else:
     (
         _sd_o_conn, _sd_o_direction, _sd_o_offset, _sd_o_data, _sd_o_ts
     ) = (slot_offset(StreamData, _f) for _f in _STREAM_DATA_SLOTS)  # noqa: F821 - in the .pxd
+    # the byte offsets of the TcpSegment slots the fast path reads (_sg, in the .pxd)
+    (
+        _sg_o_ts, _sg_o_src_ip, _sg_o_src_port, _sg_o_dst_ip, _sg_o_dst_port, _sg_o_seq,
+        _sg_o_ack, _sg_o_flags, _sg_o_payload, _sg_o_missing
+    ) = (slot_offset(TcpSegment, _f) for _f in (  # noqa: F821 - in the .pxd
+        "ts_ns", "src_ip", "src_port", "dst_ip", "dst_port", "seq", "ack", "flags", "payload",
+        "missing_bytes"))
 
 
 def _sdiff(a: int, b: int) -> int:
@@ -259,7 +266,8 @@ class TcpReassembler:
 
     @cython.locals(ds=_Dir, od=_Dir, flags=cython.long, x=cython.longlong, n=cython.Py_ssize_t,
                    off=cython.longlong, hb=cython.longlong, limit=cython.longlong,
-                   d=cython.Py_ssize_t, hist=list, st=_Conn)
+                   d=cython.Py_ssize_t, hist=list, st=_Conn, ack=cython.longlong,
+                   seqn=cython.longlong, missing=cython.longlong)
     def feed(self, seg: TcpSegment) -> list[StreamEvent]:
         """Process one segment; return the events it caused, in order, in a new list each
         call (the caller may keep and extend it, empty or not).
@@ -267,19 +275,36 @@ class TcpReassembler:
         Events may concern several connections (an eviction, a port reuse closes the old
         connection before the new one's events).
         """
-        ds = self._flows.get((seg.src_ip, seg.src_port, seg.dst_ip, seg.dst_port))
+        if cython.compiled and type(seg) is TcpSegment:
+            # the segment's slots read at their byte offsets (reassembly.pxd), each attribute
+            # look-up by name cost about 150 instructions
+            key = (_sg(seg, _sg_o_src_ip, "src_ip"),                        # noqa: F821
+                   _sg(seg, _sg_o_src_port, "src_port"),                    # noqa: F821
+                   _sg(seg, _sg_o_dst_ip, "dst_ip"),                        # noqa: F821
+                   _sg(seg, _sg_o_dst_port, "dst_port"))                    # noqa: F821
+        else:
+            key = (seg.src_ip, seg.src_port, seg.dst_ip, seg.dst_port)
+        ds = self._flows.get(key)
         if ds is not None:
-            flags = seg.flags
-            if not flags & _CTRL and not seg.missing_bytes:
+            if cython.compiled and type(seg) is TcpSegment:
+                flags = _sg(seg, _sg_o_flags, "flags")                         # noqa: F821
+                missing = _sg(seg, _sg_o_missing, "missing_bytes")             # noqa: F821
+                ack = _sg(seg, _sg_o_ack, "ack")                               # noqa: F821
+                seqn = _sg(seg, _sg_o_seq, "seq")                              # noqa: F821
+                payload = _sg(seg, _sg_o_payload, "payload")                   # noqa: F821
+                ts = _sg(seg, _sg_o_ts, "ts_ns")                               # noqa: F821
+            else:
+                flags, missing, ack, seqn = seg.flags, seg.missing_bytes, seg.ack, seg.seq
+                payload, ts = seg.payload, seg.ts_ns
+            if not flags & _CTRL and not missing:
                 if flags & ACK:
                     od = ds.other
                     if od.started:
-                        x = (seg.ack - od.nseq) & _MASK
+                        x = (ack - od.nseq) & _MASK
                         if x and x < _HALF:
                             return self._feed_slow(seg, ds)
-                payload = seg.payload
                 if payload:
-                    if ds.fast and seg.seq == ds.nseq:
+                    if ds.fast and seqn == ds.nseq:
                         # fast path: in-order data
                         n = len(payload)
                         off = ds.nxt
@@ -294,7 +319,6 @@ class TcpReassembler:
                             if not hist:
                                 break
                         ds.hist_bytes = hb
-                        ts = seg.ts_ns
                         conn = ds.conn
                         d = ds.d
                         conn.last_ts_ns = ts
@@ -317,7 +341,7 @@ class TcpReassembler:
                 else:
                     # fast path: pure ACK (or empty segment) on a known flow
                     conn = ds.conn
-                    conn.last_ts_ns = seg.ts_ns
+                    conn.last_ts_ns = ts
                     conn.segments[ds.d] += 1
                     self.stats.segments += 1
                     st = ds.st

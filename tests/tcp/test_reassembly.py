@@ -707,3 +707,28 @@ def test_feed_returns_a_new_list_each_call():
     first = r.feed(a2b(1001, ack=5001, ts=3))
     second = r.feed(a2b(1001, ack=5001, ts=4))
     assert first == [] and second == [] and first is not second
+
+
+def test_a_segment_of_another_class_is_read_by_attribute():
+    """The compiled fast path reads the slots of exactly TcpSegment at their offsets; an
+    instance of another class (here a subclass whose ``payload`` is a property) is read
+    through attribute look-up, as in plain Python."""
+
+    class Shouting(TcpSegment):
+        __slots__ = ()
+
+        @property
+        def payload(self):
+            return TcpSegment.payload.__get__(self).upper()
+
+    def shouting(seg: TcpSegment) -> Shouting:
+        out = object.__new__(Shouting)
+        for name in TcpSegment.__slots__:
+            getattr(TcpSegment, name).__set__(out, getattr(seg, name))
+        return out
+
+    r, s = TcpReassembler(), Streams()
+    s.feed(r, a2b(1000, flags=SYN, ts=1), b2a(5000, flags=SYN | ACK, ack=1001, ts=2),
+           a2b(1001, ack=5001, ts=3))
+    s.feed(r, shouting(a2b(1001, b"hello", ack=5001, ts=4)), a2b(1006, b"abc", ack=5001, ts=5))
+    assert s.bytes(0, 0) == b"HELLOabc"
