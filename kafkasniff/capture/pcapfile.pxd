@@ -70,3 +70,8 @@ cdef inline int _put(bytearray b, long long ts, Py_ssize_t n, long long orig, lo
     if n:
         memcpy(q + 28, s + start, n)
     return 0
+
+# a PacketSource's counts of packets yielded and their bytes, added to in C by the loops
+cdef class _Tally:
+    cdef public long long packets
+    cdef public long long nbytes

@@ -282,6 +282,20 @@ def _exc_text(exc: BaseException) -> str:
     return str(exc) or type(exc).__name__
 
 
+class _Tally:
+    """The packets a :class:`PacketSource` yielded and their captured bytes, in fields of
+    their own: the compiled record loops add to them as C integers (pcapfile.pxd), where
+    an attribute of the source cost a look-up by name in its ``__dict__`` (about 350
+    instructions a packet for the two); the source's ``packets_read`` and ``packet_bytes``
+    read and set them."""
+
+    __slots__ = ("packets", "nbytes")
+
+    def __init__(self) -> None:
+        self.packets = 0
+        self.nbytes = 0
+
+
 class PacketSource:
     """A stream of :class:`CapturedPacket` from a pcap or pcapng file. Made by
     :func:`open_capture`; iterate it once. A context manager; :meth:`close` releases the file
@@ -331,16 +345,15 @@ class PacketSource:
         start: Checkpoint | None = None,
         seekable: bool = False,
     ) -> None:
+        self._tally = _Tally()      # packets_read and packet_bytes
         self.name = name
         self.format = fmt
         self.compressed = "gzip" if counter is not None else ""
-        self.packets_read = 0
         self.total_bytes = total_bytes
         self.link_types: dict[int, int] = {}
         self.pcap_header = b""
         self.blocks_skipped = 0
         self.issues: list[DecodeIssue] = []
-        self.packet_bytes = 0
         self.skipped_block_bytes: dict[str, int] = {}
         #: ``on_secrets(secrets_type, data)`` is called for each pcapng Decryption Secrets
         #: Block (set before iterating); without it the blocks are skipped (counted)
@@ -377,6 +390,22 @@ class PacketSource:
         )
 
     # ------------------------------------------------------------------ public API
+
+    @property
+    def packets_read(self) -> int:
+        return self._tally.packets
+
+    @packets_read.setter
+    def packets_read(self, n: int) -> None:
+        self._tally.packets = n
+
+    @property
+    def packet_bytes(self) -> int:
+        return self._tally.nbytes
+
+    @packet_bytes.setter
+    def packet_bytes(self, n: int) -> None:
+        self._tally.nbytes = n
 
     @property
     def bytes_read(self) -> int:
@@ -541,10 +570,12 @@ class PacketSource:
     @cython.locals(p=cython.p_uchar, pos=cython.Py_ssize_t, end=cython.Py_ssize_t,
                    nxt=cython.Py_ssize_t, caplen=cython.Py_ssize_t, max_rec=cython.Py_ssize_t,
                    big=cython.bint, sec=cython.longlong, frac=cython.longlong,
-                   origlen=cython.longlong, frac_ns=cython.longlong, ts=cython.longlong)
+                   origlen=cython.longlong, frac_ns=cython.longlong, ts=cython.longlong,
+                   tally=_Tally)
     def _iter_pcap(self) -> Iterator[CapturedPacket]:
         if not self._pcap_header_ok:
             return
+        tally = self._tally
         buf = self._head
         self._head = b""
         pos = _PCAP_HEADER_BYTES if self._start is None else 0
@@ -570,10 +601,10 @@ class PacketSource:
                 if nxt > end or caplen > max_rec:
                     break
                 ts = sec * 1_000_000_000 + frac * frac_ns
-                if every and not self.packets_read % every:
-                    cps.append(Checkpoint(self._offset + pos, ts, self.packets_read))
-                self.packets_read += 1
-                self.packet_bytes += caplen
+                if every and not tally.packets % every:
+                    cps.append(Checkpoint(self._offset + pos, ts, tally.packets))
+                tally.packets += 1
+                tally.nbytes += caplen
                 yield _packet(packet, ts, link, buf[pos + 16:nxt], origlen, 0)
                 pos = nxt
             self._last_ts_ns = ts
@@ -839,7 +870,9 @@ class PacketSource:
 
     # ------------------------------------------------------------------ pcapng
 
+    @cython.locals(tally=_Tally)
     def _iter_pcapng(self) -> Iterator[CapturedPacket]:
+        tally = self._tally
         buf = self._head
         self._head = b""
         pos = 0
@@ -943,12 +976,12 @@ class PacketSource:
                                               f"{self._offset_text(self._offset + pos)}")
                     pos = nxt
                     continue
-                if every and not self.packets_read % every:
-                    cps.append(Checkpoint(self._offset + pos, ts, self.packets_read,
+                if every and not tally.packets % every:
+                    cps.append(Checkpoint(self._offset + pos, ts, tally.packets,
                                           (s is _BE, ifaces_t, self._last_ts_ns)))
                 self._last_ts_ns = ts
-                self.packets_read += 1
-                self.packet_bytes += caplen
+                tally.packets += 1
+                tally.nbytes += caplen
                 yield _packet(packet, ts, link, buf[pos + 28:pos + 28 + caplen], origlen, gid)
             elif btype == _BT_SPB:
                 if not ifaces:
@@ -960,11 +993,11 @@ class PacketSource:
                 caplen = min(origlen, blen - 16)
                 if snap:
                     caplen = min(caplen, snap)
-                if every and not self.packets_read % every:
-                    cps.append(Checkpoint(self._offset + pos, self._last_ts_ns, self.packets_read,
+                if every and not tally.packets % every:
+                    cps.append(Checkpoint(self._offset + pos, self._last_ts_ns, tally.packets,
                                           (s is _BE, ifaces_t, self._last_ts_ns)))
-                self.packets_read += 1
-                self.packet_bytes += caplen
+                tally.packets += 1
+                tally.nbytes += caplen
                 yield packet(self._last_ts_ns, link, buf[pos + 12:pos + 12 + caplen], origlen, gid)
             elif btype == _BT_IDB:
                 link, _res, snap = s.idb.unpack_from(buf, pos + 8)
