@@ -28,6 +28,28 @@ cdef inline int _sd_ts(object o, object v) except -1:
 cdef Py_ssize_t _sg_o_ts, _sg_o_src_ip, _sg_o_src_port, _sg_o_dst_ip, _sg_o_dst_port
 cdef Py_ssize_t _sg_o_seq, _sg_o_ack, _sg_o_flags, _sg_o_payload, _sg_o_missing
 
+# the byte offsets of the TcpConnection and ReassemblyStats slots _count stores into, read
+# at import by the .py file
+cdef Py_ssize_t _tc_o_last_ts, _tc_o_segments, _tc_o_bytes, _rs_o_segments, _rs_o_payload
+
+# the fast path's counts of one segment of direction d with n payload bytes at ts (n 0: a
+# pure ACK, its bytes left alone): conn's last_ts_ns, segments[d] and bytes[d], the stats'
+# segments and payload_bytes, their slots at their byte offsets (conn and stats are exactly
+# TcpConnection and ReassemblyStats: the caller checks)
+cdef inline int _count(object conn, object stats, Py_ssize_t d, Py_ssize_t n,
+                       object ts) except -1:
+    cdef list v
+    set_slot(conn, _tc_o_last_ts, "last_ts_ns", ts)
+    v = _sg(conn, _tc_o_segments, "segments")
+    v[d] += 1
+    set_slot(stats, _rs_o_segments, "segments", _sg(stats, _rs_o_segments, "segments") + 1)
+    if n:
+        v = _sg(conn, _tc_o_bytes, "bytes")
+        v[d] += n
+        set_slot(stats, _rs_o_payload, "payload_bytes",
+                 _sg(stats, _rs_o_payload, "payload_bytes") + n)
+    return 0
+
 cdef class _Dir:
     cdef public _Conn st
     cdef public object conn

@@ -155,6 +155,15 @@ class ReassemblyStats:
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
+if cython.compiled:
+    # the byte offsets of the TcpConnection and ReassemblyStats slots the fast path counts
+    # in (_count, in the .pxd)
+    _tc_o_last_ts, _tc_o_segments, _tc_o_bytes = (
+        slot_offset(TcpConnection, _f) for _f in ("last_ts_ns", "segments", "bytes"))  # noqa: F821
+    _rs_o_segments, _rs_o_payload = (
+        slot_offset(ReassemblyStats, _f) for _f in ("segments", "payload_bytes"))  # noqa: F821
+
+
 class _Dir:
     """Reassembly state of one direction (the bytes sent by one endpoint)."""
 
@@ -321,12 +330,16 @@ class TcpReassembler:
                         ds.hist_bytes = hb
                         conn = ds.conn
                         d = ds.d
-                        conn.last_ts_ns = ts
-                        conn.segments[d] += 1
-                        conn.bytes[d] += n
                         stats = self.stats
-                        stats.segments += 1
-                        stats.payload_bytes += n
+                        if cython.compiled and type(conn) is TcpConnection \
+                                and type(stats) is ReassemblyStats:
+                            _count(conn, stats, d, n, ts)   # noqa: F821 - in the .pxd
+                        else:
+                            conn.last_ts_ns = ts
+                            conn.segments[d] += 1
+                            conn.bytes[d] += n
+                            stats.segments += 1
+                            stats.payload_bytes += n
                         st = ds.st
                         if st is not self._mru:
                             self._lru.move_to_end(st)
@@ -341,9 +354,14 @@ class TcpReassembler:
                 else:
                     # fast path: pure ACK (or empty segment) on a known flow
                     conn = ds.conn
-                    conn.last_ts_ns = ts
-                    conn.segments[ds.d] += 1
-                    self.stats.segments += 1
+                    stats = self.stats
+                    if cython.compiled and type(conn) is TcpConnection \
+                            and type(stats) is ReassemblyStats:
+                        _count(conn, stats, ds.d, 0, ts)    # noqa: F821 - in the .pxd
+                    else:
+                        conn.last_ts_ns = ts
+                        conn.segments[ds.d] += 1
+                        stats.segments += 1
                     st = ds.st
                     if st is not self._mru:
                         self._lru.move_to_end(st)
