@@ -393,6 +393,7 @@ class PacketSource:
 
     @property
     def packets_read(self) -> int:
+        """Packets yielded so far (see the class's attributes)."""
         return self._tally.packets
 
     @packets_read.setter
@@ -401,6 +402,7 @@ class PacketSource:
 
     @property
     def packet_bytes(self) -> int:
+        """Captured bytes of the packets yielded (see the class's attributes)."""
         return self._tally.nbytes
 
     @packet_bytes.setter
@@ -998,7 +1000,8 @@ class PacketSource:
                                           (s is _BE, ifaces_t, self._last_ts_ns)))
                 tally.packets += 1
                 tally.nbytes += caplen
-                yield packet(self._last_ts_ns, link, buf[pos + 12:pos + 12 + caplen], origlen, gid)
+                yield _packet(packet, self._last_ts_ns, link, buf[pos + 12:pos + 12 + caplen],
+                              origlen, gid)
             elif btype == _BT_IDB:
                 link, _res, snap = s.idb.unpack_from(buf, pos + 8)
                 kind, factor, off_ns = self._idb_options(buf, pos + 16, nxt - 4, s)
@@ -1132,8 +1135,8 @@ def tpacket_v3_packets(buf: bytes, base: int, link_type: int, cooked: bool = Fal
     every packet).
 
     Raises:
-        ValueError: a packet header or its bytes run past the end of ``buf`` (the packets
-            before it were yielded).
+        ValueError: a packet header or its bytes run past the end of ``buf``, or a packet
+            before the last has no next offset (the packets before it were yielded).
     """
     end = len(buf)
     p = buf
@@ -1162,18 +1165,19 @@ def tpacket_v3_packets(buf: bytes, base: int, link_type: int, cooked: bool = Fal
         if start + snap > end:
             raise ValueError(f"packet {i} of a TPACKET_V3 block: {snap} bytes at byte "
                              f"{start}, past its end ({end})")
+        keep = True
         if cooked or skip_outgoing:
             _, proto, ifindex, hatype, pkttype, halen, addr = SOCKADDR_LL.unpack_from(
                 buf, off + TPACKET3_HEADER_BYTES)
-            if skip_outgoing and pkttype == _PACKET_OUTGOING:
-                off += nxt
-                continue
-        if cooked:
+            keep = not (skip_outgoing and pkttype == _PACKET_OUTGOING)  # loopback's 2nd copy
+        if keep and cooked:
             yield _packet(packet, ts, link_type,
                           SLL2_HEADER.pack(proto, ifindex, hatype, pkttype, halen, addr)
                           + buf[start:start + snap], length + SLL2_HEADER.size, 0)
-        else:
+        elif keep:
             yield _packet(packet, ts, link_type, buf[start:start + snap], length, 0)
+        if not nxt and i + 1 < num:     # the kernel leaves it 0 on the last packet only
+            raise ValueError(f"packet {i} of {num} of a TPACKET_V3 block has no next offset")
         off += nxt
 
 

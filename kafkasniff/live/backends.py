@@ -44,10 +44,8 @@ from typing import Callable
 
 from kafkasniff.capture.pcapfile import (
     SLL2_HEADER,
-    SOCKADDR_LL,
-    TPACKET3_BLOCK,
-    TPACKET3_HEADER,
     TPACKET3_HEADER_BYTES,
+    tpacket_v3_packets,
 )
 from kafkasniff.live.bpf import (
     DROP_ALL,
@@ -82,18 +80,11 @@ SCM_TIMESTAMPNS = SO_TIMESTAMPNS
 PACKET_TIMESTAMP = 17
 SOF_TIMESTAMPING_SOFTWARE = 1 << 4
 
-#: tpacket3_hdr: tp_next_offset, tp_sec, tp_nsec, tp_snaplen, tp_len, tp_status, tp_mac, tp_net
-tp3_packet_header = TPACKET3_HEADER.unpack_from
-_TP3_HDR_LEN = TPACKET3_HEADER_BYTES
 #: block descriptor: version, offset_to_priv, block_status, num_pkts, offset_to_first_pkt,
-#: blk_len
-_blk_hdr = TPACKET3_BLOCK.unpack_from
+#: blk_len (the packets' headers: kafkasniff.capture.pcapfile.TPACKET3_HEADER)
 _blk_hdr6 = struct.Struct("<IIIIII").unpack_from
 _u32 = struct.Struct("<I").unpack_from
 _zero_u32 = struct.Struct("<I").pack_into
-#: sockaddr_ll: family, protocol (network order, kept raw), ifindex, hatype, pkttype, halen,
-#: addr[8]
-_sockaddr_ll = SOCKADDR_LL.unpack_from
 _sll2 = SLL2_HEADER.pack
 _tpacket_stats = struct.Struct("<III")     # tp_packets, tp_drops, tp_freeze_q_cnt (v3)
 _timespec = struct.Struct("@qq")
@@ -390,7 +381,7 @@ class RingBackend(_PacketSockets):
     def __init__(self, iface: Interface, bpf: list, snaplen: int = DEFAULT_SNAPLEN,
                  ring_bytes: int = DEFAULT_RING_BYTES, block_bytes: int = DEFAULT_BLOCK_BYTES,
                  retire_ms: int = DEFAULT_RETIRE_MS, fanout: int = 1) -> None:
-        need = snaplen + 256 + _TP3_HDR_LEN
+        need = snaplen + 256 + TPACKET3_HEADER_BYTES
         while block_bytes < need:
             block_bytes <<= 1
         block_bytes = max(mmap.PAGESIZE, block_bytes)
@@ -463,29 +454,15 @@ class RingBackend(_PacketSockets):
 
 def block_packets(buf, base: int, flags: int):
     """``(ts_ns, data, orig_len)`` of every packet of the TPACKET_V3 block at ``buf[base:]``
-    (``data`` is a slice of ``buf``; for cooked captures an SLL2 header is prepended and
-    ``orig_len`` counts it)."""
-    _, _, _, num, first = _blk_hdr(buf, base)
-    off = base + first
-    hdr = tp3_packet_header
-    cooked = flags & FLAG_COOKED
-    skip_out = flags & FLAG_SKIP_OUTGOING
-    for _ in range(num):
-        nxt, sec, nsec, snap, length, _st, mac, _net = hdr(buf, off)
-        if cooked or skip_out:
-            _fam, proto, ifindex, hatype, pkttype, halen, addr = \
-                _sockaddr_ll(buf, off + _TP3_HDR_LEN)
-            if skip_out and pkttype == 4:
-                off += nxt
-                continue
-            if cooked:
-                yield (sec * 1_000_000_000 + nsec,
-                       _sll2(proto, ifindex, hatype, pkttype, halen, addr)
-                       + bytes(buf[off + mac:off + mac + snap]), length + 20)
-                off += nxt
-                continue
-        yield sec * 1_000_000_000 + nsec, buf[off + mac:off + mac + snap], length
-        off += nxt
+    (a block of the ring, ``bytes`` or a view of it), cooked headers built and outgoing copies
+    skipped as ``flags`` say (``FLAG_COOKED``, ``FLAG_SKIP_OUTGOING``): the capture process's
+    per-packet reads, walked by :func:`kafkasniff.capture.pcapfile.tpacket_v3_packets` (the
+    decoders' walk). Raises ``ValueError`` for a block cut short."""
+    if type(buf) is not bytes:
+        buf = bytes(buf)    # a view of the ring (its used part), copied once: the walk reads bytes
+    for p in tpacket_v3_packets(buf, base, 0, bool(flags & FLAG_COOKED),
+                                bool(flags & FLAG_SKIP_OUTGOING)):
+        yield p.ts_ns, p.data, p.orig_len
 
 
 class SocketBackend(_PacketSockets):

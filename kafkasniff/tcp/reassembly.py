@@ -276,7 +276,7 @@ class TcpReassembler:
     @cython.locals(ds=_Dir, od=_Dir, flags=cython.long, x=cython.longlong, n=cython.Py_ssize_t,
                    off=cython.longlong, hb=cython.longlong, limit=cython.longlong,
                    d=cython.Py_ssize_t, hist=list, st=_Conn, ack=cython.longlong,
-                   seqn=cython.longlong, missing=cython.longlong)
+                   seqn=cython.longlong, missing=cython.longlong, exact=cython.bint)
     def feed(self, seg: TcpSegment) -> list[StreamEvent]:
         """Process one segment; return the events it caused, in order, in a new list each
         call (the caller may keep and extend it, empty or not).
@@ -284,9 +284,10 @@ class TcpReassembler:
         Events may concern several connections (an eviction, a port reuse closes the old
         connection before the new one's events).
         """
-        if cython.compiled and type(seg) is TcpSegment:
-            # the segment's slots read at their byte offsets (reassembly.pxd), each attribute
-            # look-up by name cost about 150 instructions
+        # compiled, an exact TcpSegment's slots are read at their byte offsets (_sg, in the
+        # .pxd): each attribute look-up by name cost about 150 instructions
+        exact = cython.compiled and type(seg) is TcpSegment
+        if exact:
             key = (_sg(seg, _sg_o_src_ip, "src_ip"),                        # noqa: F821
                    _sg(seg, _sg_o_src_port, "src_port"),                    # noqa: F821
                    _sg(seg, _sg_o_dst_ip, "dst_ip"),                        # noqa: F821
@@ -295,7 +296,7 @@ class TcpReassembler:
             key = (seg.src_ip, seg.src_port, seg.dst_ip, seg.dst_port)
         ds = self._flows.get(key)
         if ds is not None:
-            if cython.compiled and type(seg) is TcpSegment:
+            if exact:
                 flags = _sg(seg, _sg_o_flags, "flags")                         # noqa: F821
                 missing = _sg(seg, _sg_o_missing, "missing_bytes")             # noqa: F821
                 ack = _sg(seg, _sg_o_ack, "ack")                               # noqa: F821

@@ -128,6 +128,22 @@ def test_a_cut_block_is_an_error_after_the_packets_before_it(module):
         list(mod.tpacket_v3_packets(block[:10], 0, 1))
 
 
+@pytest.mark.parametrize("module", list(MODULES), ids=str)
+def test_a_packet_without_a_next_offset_before_the_last_is_an_error(module):
+    """A block that claims four billion packets but whose first has no next offset would
+    give the same packet four billion times: it is an error after that packet."""
+    mod = MODULES[module]
+    frames = _capture_frames()[:2]
+    block = bytearray(build_block(frames))
+    struct.pack_into("<I", block, 12, 0xFFFFFFFF)               # num_pkts
+    struct.pack_into("<I", block, _BLOCK_DESC, 0)               # tp_next_offset of packet 0
+    got = []
+    with pytest.raises(ValueError, match="packet 0 of 4294967295 .* no next offset"):
+        for pkt in mod.tpacket_v3_packets(bytes(block), 0, 1):
+            got.append(pkt)
+    assert _fields(got) == [(frames[0][0], 1, frames[0][1], frames[0][2], 0)]
+
+
 def test_the_live_decoder_feeds_every_packet_of_a_block_in_order():
     frames = _capture_frames()
     fed = []
