@@ -31,6 +31,7 @@ COMPILED = [
     "kafkasniff.protocol.framing",
     "kafkasniff.protocol.recordloop",
     "kafkasniff.protocol.walk",
+    "kafkasniff.protocol.plandecode",
     "kafkasniff.slotfill",
 ]
 

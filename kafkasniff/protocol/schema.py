@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Callable
 
 from kafkasniff.errors import DefinitionError
-from kafkasniff.protocol import prebuilt
+from kafkasniff.protocol import plandecode, prebuilt
 from kafkasniff.protocol.codegen import compile_plan
 from kafkasniff.protocol.plans import FieldPlan, StructPlan
 
@@ -201,20 +201,32 @@ class Definitions:
     def compiled(self, name: str, version: int) -> Callable:
         """The compiled strict decoder of message ``name`` at ``version`` (cached here):
         ``fn(buf, pos) -> (value dict, end)``; it raises one of
-        :data:`kafkasniff.protocol.decoder.STRICT_ERRORS` on bytes that do not fit. It is
-        the one generated ahead of time (:mod:`kafkasniff.protocol.prebuilt`) while that is
-        current for these definitions, else compiled now (:func:`.codegen.compile_plan`).
+        :data:`kafkasniff.protocol.decoder.STRICT_ERRORS` on bytes that do not fit.
+
+        Its values and errors are those of the generated decoder: the one generated ahead of
+        time (:mod:`kafkasniff.protocol.prebuilt`) while that is current for these
+        definitions, else compiled now (:func:`.codegen.compile_plan`). When the compiled
+        interpreter is installed (:mod:`.plandecode`), that decoder is the
+        :class:`~.plandecode.PlanDecoder`'s ``reference``: the interpreter decodes, the
+        reference takes every body it stops on.
 
         Raises DefinitionError if no layout describes that version.
         """
         fn = self._compiled.get((name, version))
         if fn is None:
-            fn = prebuilt.decoder(name, version, self.message_sha256(name)) \
-                if self.prebuilt else None
-            if fn is None:
-                fn = compile_plan(self.plan(name, version))
+            fn = self.generated(name, version)
+            if plandecode.compiled():
+                fn = plandecode.PlanDecoder(self.plan(name, version), fn)
             self._compiled[(name, version)] = fn
         return fn
+
+    def generated(self, name: str, version: int) -> Callable:
+        """The generated strict decoder of message ``name`` at ``version``, not cached: the
+        one generated ahead of time while current, else compiled now. :meth:`compiled` is
+        what decoding uses. Raises DefinitionError if no layout describes that version."""
+        fn = prebuilt.decoder(name, version, self.message_sha256(name)) \
+            if self.prebuilt else None
+        return fn if fn is not None else compile_plan(self.plan(name, version))
 
     def _struct_plan(self, lay: dict, message: str, name: str, fields: list[dict], version: int,
                      flexible: bool) -> StructPlan:

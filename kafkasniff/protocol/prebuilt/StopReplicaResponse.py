@@ -15,7 +15,7 @@ _uuid = _RUNTIME['_uuid']
 _uvarint = _RUNTIME['_uvarint']
 
 DEFINITION_SHA256 = '1a633a0dacbd9afdfedab5247eefa83310e8b7a25a55f26faa560b094fd2c4cf'
-GENERATOR_SHA256 = 'f1ed5f549f5efd7a6c1c93084d13e7c8c15edb2d9c0ee43d4983779e41b5b794'
+GENERATOR_SHA256 = 'd45e56e599c1a7022d34d8426e04704b29f3d2baef0c23b0f91814499b05161d'
 
 
 def _layout0():

@@ -15,7 +15,7 @@ _uuid = _RUNTIME['_uuid']
 _uvarint = _RUNTIME['_uvarint']
 
 DEFINITION_SHA256 = '4d3fb2cd5f9e9ffa4d3f20a19397dd6b7a986cd54ecfd4de4fe900bb2cd00d7d'
-GENERATOR_SHA256 = 'f1ed5f549f5efd7a6c1c93084d13e7c8c15edb2d9c0ee43d4983779e41b5b794'
+GENERATOR_SHA256 = 'd45e56e599c1a7022d34d8426e04704b29f3d2baef0c23b0f91814499b05161d'
 
 
 def _layout0():
