@@ -11,13 +11,21 @@ lengths and varints as C integers, strings decoded straight from the buffer.
 
 :class:`PlanDecoder` has the strict decoder's signature, ``decode(buf, pos) -> (dict,
 end)``, and gives the same value: the generated decoder of the same plan is its *reference*.
-The interpreter decodes only what it is sure of: whatever departs from the layout, or is
-unusual (a buffer that is not ``bytes``, a varint of ten bytes, truncation, invalid UTF-8, a
-null where none is allowed, tags out of order), stops it, and the reference decodes the same
-bytes from the start; so every value, and every error a strict decoder raises, is the
-reference's own. :meth:`kafkasniff.protocol.schema.Definitions.compiled` hands out a
-``PlanDecoder`` only when this module runs compiled; as plain Python (no C compiler,
-``KAFKASNIFF_PURE_PYTHON``) the generated decoders are faster and are used as they are.
+The interpreter reads the same bytes in the same order as the reference, so:
+
+- a body that departs from the layout (truncation, a length or count beyond the bytes left,
+  a null where none is allowed, invalid UTF-8, tags out of order, a tagged value that does not
+  fill its size) fails at the same point in both: the interpreter raises
+  :class:`~.codegen.StrictDecodeFailure` itself (the reference may raise another of
+  :data:`kafkasniff.protocol.decoder.STRICT_ERRORS` there: callers catch them all, and only
+  whether a body fits is used);
+- what the interpreter is not sure of stops it, and the reference decodes the same bytes
+  from the start: a buffer that is not ``bytes``, a varint of ten bytes (the reference reads
+  up to 70 bits), or any exception other than ``StrictDecodeFailure``.
+
+:meth:`kafkasniff.protocol.schema.Definitions.compiled` hands out a ``PlanDecoder`` only
+when this module runs compiled; as plain Python (no C compiler, ``KAFKASNIFF_PURE_PYTHON``)
+the generated decoders are faster and are used as they are.
 """
 
 from __future__ import annotations
@@ -30,6 +38,7 @@ except ImportError:     # plain Python
 import struct
 from typing import Callable
 
+from kafkasniff.protocol.codegen import StrictDecodeFailure as _Fail
 from kafkasniff.protocol.plans import FieldPlan, StructPlan
 from kafkasniff.protocol.primitives import RawRecords, uuid_to_str
 
@@ -69,7 +78,8 @@ def compiled() -> bool:
 
 
 class _Stop(Exception):
-    """The interpreter stops; the reference decoder decodes the body (never escapes)."""
+    """The interpreter is not sure: the reference decoder decodes the body (never escapes;
+    a body that does not fit raises ``_Fail``, :class:`~.codegen.StrictDecodeFailure`)."""
 
 
 def _first(unpack_from):
@@ -151,12 +161,12 @@ def _state(buf: bytes, pos: int) -> _State:
 @cython.locals(buf=bytes, pos=cython.Py_ssize_t, b=cython.long, shift=cython.int,
                value=cython.longlong)
 def _uvarint(st: _State):
-    """An unsigned varint at ``st.pos`` (advanced), up to 9 bytes (63 bits); longer, or cut
-    by the end of the buffer: :class:`_Stop`."""
+    """An unsigned varint at ``st.pos`` (advanced), up to 9 bytes (63 bits); longer:
+    :class:`_Stop`."""
     buf = st.buf
     pos = st.pos
     if pos >= st.end:
-        raise _Stop
+        raise _Fail
     b = buf[pos]
     pos += 1
     if b < 0x80:
@@ -165,8 +175,10 @@ def _uvarint(st: _State):
     value = b & 0x7F
     shift = 7
     while True:
-        if pos >= st.end or shift > 56:
-            raise _Stop
+        if shift > 56:
+            raise _Stop     # a tenth byte: the reference reads up to 70 bits
+        if pos >= st.end:
+            raise _Fail("varint cut by the end")
         b = buf[pos]
         pos += 1
         value |= (b & 0x7F) << shift
@@ -184,12 +196,12 @@ def _length(st: _State, compact: cython.bint, wide: cython.bint):
     pos = st.pos
     if wide:
         if pos + 4 > st.end:
-            raise _Stop
+            raise _Fail
         n = _i32(st.buf, pos)
         st.pos = pos + 4
     else:
         if pos + 2 > st.end:
-            raise _Stop
+            raise _Fail
         n = _i16(st.buf, pos)
         st.pos = pos + 2
     return n
@@ -202,22 +214,22 @@ def _fixed(st: _State, kind: cython.int):
     pos = st.pos
     if kind == K_INT32:
         if pos + 4 > st.end:
-            raise _Stop
+            raise _Fail
         st.pos = pos + 4
         return _i32(buf, pos)
     if kind == K_INT16:
         if pos + 2 > st.end:
-            raise _Stop
+            raise _Fail
         st.pos = pos + 2
         return _i16(buf, pos)
     if kind == K_INT64:
         if pos + 8 > st.end:
-            raise _Stop
+            raise _Fail
         st.pos = pos + 8
         return _i64(buf, pos)
     if kind == K_INT8 or kind == K_BOOL:
         if pos >= st.end:
-            raise _Stop
+            raise _Fail
         b = buf[pos]
         st.pos = pos + 1
         if kind == K_BOOL:
@@ -225,22 +237,22 @@ def _fixed(st: _State, kind: cython.int):
         return b - 256 if b >= 128 else b
     if kind == K_UUID:
         if pos + 16 > st.end:
-            raise _Stop
+            raise _Fail
         st.pos = pos + 16
         return uuid_to_str(buf[pos:pos + 16])
     if kind == K_UINT16:
         if pos + 2 > st.end:
-            raise _Stop
+            raise _Fail
         st.pos = pos + 2
         return _u16(buf, pos)
     if kind == K_UINT32:
         if pos + 4 > st.end:
-            raise _Stop
+            raise _Fail
         st.pos = pos + 4
         return _u32(buf, pos)
     if kind == K_FLOAT64:
         if pos + 8 > st.end:
-            raise _Stop
+            raise _Fail
         st.pos = pos + 8
         return _f64(buf, pos)
     raise _Stop
@@ -265,7 +277,7 @@ def _value(st: _State, op: Op, kind: cython.int, nullable: cython.bint):
             return _struct(st, sub)
         pos = st.pos
         if pos >= st.end:
-            raise _Stop
+            raise _Fail
         m = st.buf[pos]
         st.pos = pos + 1
         if m >= 128:
@@ -276,10 +288,10 @@ def _value(st: _State, op: Op, kind: cython.int, nullable: cython.bint):
         if n < 0:
             if nullable:
                 return None
-            raise _Stop
+            raise _Fail
         size = op.size if op.size > 0 else 1
         if n * size > st.end - st.pos:
-            raise _Stop
+            raise _Fail
         items = []
         kind = op.items
         if kind == K_STRUCT:
@@ -295,18 +307,18 @@ def _value(st: _State, op: Op, kind: cython.int, nullable: cython.bint):
     if n < 0:
         if nullable:
             return None
-        raise _Stop
+        raise _Fail
     pos = st.pos
     e = pos + n
     if e > st.end:
-        raise _Stop
+        raise _Fail
     buf = st.buf
     st.pos = e
     if kind == K_STRING:
         try:
             return buf[pos:e].decode("utf-8")
         except UnicodeDecodeError:
-            raise _Stop from None
+            raise _Fail("invalid UTF-8") from None
     if kind == K_BYTES:
         return buf[pos:e]
     return RawRecords(buf[pos:e], pos)
@@ -329,22 +341,22 @@ def _struct(st: _State, p: Program):
         nt = _uvarint(st)
         if nt:
             if nt > st.end - st.pos:
-                raise _Stop
+                raise _Fail
             last = -1
             for i in range(nt):
                 tag = _uvarint(st)
                 size = _uvarint(st)
                 if tag <= last:
-                    raise _Stop
+                    raise _Fail
                 last = tag
                 te = st.pos + size
                 if te > st.end:
-                    raise _Stop
+                    raise _Fail
                 op = p.tags.get(tag)
                 if op is not None:
                     v = _value(st, op, op.kind, op.nullable)
                     if st.pos != te:
-                        raise _Stop
+                        raise _Fail
                     d[op.key] = v
                     continue
                 pos = st.pos
@@ -361,8 +373,11 @@ class PlanDecoder:
     Args:
         plan: the struct plan of the body.
         reference: its generated strict decoder; decodes every body the interpreter stops
-            on, so it raises what a strict decoder raises
-            (:data:`kafkasniff.protocol.decoder.STRICT_ERRORS`).
+            on (see the module docstring).
+
+    Calling it raises :class:`~.codegen.StrictDecodeFailure` for a body that does not fit
+    the layout, or what the reference raises (one of
+    :data:`kafkasniff.protocol.decoder.STRICT_ERRORS`).
 
     Attributes: ``program`` (:class:`Program`), ``reference``, ``_layout`` (the reference's
     layout digest, :attr:`.codegen.DecoderSource.layout`).
@@ -381,6 +396,8 @@ class PlanDecoder:
             st = _state(buf, pos)
             try:
                 value = _struct(st, self.program)
+            except _Fail:
+                raise
             except Exception:  # noqa: BLE001 - _Stop, or anything else: the reference decides
                 pass
             else:
@@ -388,13 +405,16 @@ class PlanDecoder:
         return self.reference(buf, pos)
 
     def interpret(self, buf, pos: int):
-        """The interpreter alone: ``(dict, end)``, or ``None`` where it stops (then
-        calling the decoder runs the reference)."""
+        """The interpreter alone: ``(dict, end)``; ``None`` where it stops (calling the
+        decoder then runs the reference). Raises :class:`~.codegen.StrictDecodeFailure` for
+        a body that does not fit the layout."""
         if type(buf) is not bytes or pos < 0:
             return None
         st = _state(buf, pos)
         try:
             value = _struct(st, self.program)
+        except _Fail:
+            raise
         except Exception:  # noqa: BLE001 - as in __call__
             return None
         return value, st.pos
