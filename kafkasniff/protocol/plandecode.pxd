@@ -82,6 +82,6 @@ cdef class PlanDecoder:
 cdef _State _state(bytes buf, Py_ssize_t pos)
 cdef long long _uvarint(_State st) except -1
 cdef long long _length(_State st, bint compact, bint wide) except? -3
-cdef object _fixed(_State st, int kind)
+cdef object _fixed(_State st, int kind, Py_ssize_t size)
 cdef object _value(_State st, Op op, int kind, bint nullable)
 cdef dict _struct(_State st, Program p)

@@ -208,52 +208,31 @@ def _length(st: _State, compact: cython.bint, wide: cython.bint):
 
 
 @cython.locals(buf=bytes, pos=cython.Py_ssize_t, b=cython.long)
-def _fixed(st: _State, kind: cython.int):
-    """A fixed-size value at ``st.pos`` (advanced)."""
+def _fixed(st: _State, kind: cython.int, size: cython.Py_ssize_t):
+    """A fixed-size value of ``kind`` (``size`` bytes) at ``st.pos`` (advanced)."""
     buf = st.buf
     pos = st.pos
+    if pos + size > st.end:
+        raise _Fail
+    st.pos = pos + size
     if kind == K_INT32:
-        if pos + 4 > st.end:
-            raise _Fail
-        st.pos = pos + 4
         return _i32(buf, pos)
     if kind == K_INT16:
-        if pos + 2 > st.end:
-            raise _Fail
-        st.pos = pos + 2
         return _i16(buf, pos)
     if kind == K_INT64:
-        if pos + 8 > st.end:
-            raise _Fail
-        st.pos = pos + 8
         return _i64(buf, pos)
     if kind == K_INT8 or kind == K_BOOL:
-        if pos >= st.end:
-            raise _Fail
         b = buf[pos]
-        st.pos = pos + 1
         if kind == K_BOOL:
             return b != 0
         return b - 256 if b >= 128 else b
     if kind == K_UUID:
-        if pos + 16 > st.end:
-            raise _Fail
-        st.pos = pos + 16
         return uuid_to_str(buf[pos:pos + 16])
     if kind == K_UINT16:
-        if pos + 2 > st.end:
-            raise _Fail
-        st.pos = pos + 2
         return _u16(buf, pos)
     if kind == K_UINT32:
-        if pos + 4 > st.end:
-            raise _Fail
-        st.pos = pos + 4
         return _u32(buf, pos)
     if kind == K_FLOAT64:
-        if pos + 8 > st.end:
-            raise _Fail
-        st.pos = pos + 8
         return _f64(buf, pos)
     raise _Stop
 
@@ -265,7 +244,7 @@ def _value(st: _State, op: Op, kind: cython.int, nullable: cython.bint):
     """The value of ``op`` (of ``kind``: the field's, or its array's items') at ``st.pos``
     (advanced), as the reference decodes it."""
     if kind <= K_UUID:
-        return _fixed(st, kind)
+        return _fixed(st, kind, op.size)
     if kind == K_STRUCT:
         sub = op.program
         if not nullable:
@@ -334,7 +313,7 @@ def _struct(st: _State, p: Program):
     for op in p.ops:
         kind = op.kind
         if kind <= K_UUID:
-            d[op.key] = _fixed(st, kind)
+            d[op.key] = _fixed(st, kind, op.size)
         else:
             d[op.key] = _value(st, op, kind, op.nullable)
     if p.flexible:

@@ -323,6 +323,9 @@ def synthetic_plan(flexible: bool) -> StructPlan:
 
 SYNTHETIC = {flexible: synthetic_plan(flexible) for flexible in (False, True)}
 SYNTHETIC_DECODERS = {flexible: compile_plan(plan) for flexible, plan in SYNTHETIC.items()}
+#: the compiled interpreter over the same plans (tests/protocol/test_plandecode.py)
+SYNTHETIC_INTERPRETERS = {flexible: PlanDecoder(plan, SYNTHETIC_DECODERS[flexible])
+                          for flexible, plan in SYNTHETIC.items()}
 SYNTHETIC_STRATEGIES = {flexible: value_strategy(plan) for flexible, plan in SYNTHETIC.items()}
 
 
@@ -337,6 +340,8 @@ def test_roundtrip_synthetic_layouts(flexible, data):
     assert end == len(body)
     assert canon(got) == canon(value)
     check_key_order(plan, got)
+    alone = SYNTHETIC_INTERPRETERS[flexible].interpret(body, 0)   # every field kind
+    assert alone is not None and repr(alone) == repr((got, end))
     lenient = decode_lenient(plan, body)
     assert lenient.issues == [] and lenient.complete and lenient.end == len(body)
     assert repr(lenient.value) == repr(got)
