@@ -269,7 +269,8 @@ def _value(st: _State, op: Op, kind: cython.int, nullable: cython.bint):
                 return None
             raise _Fail
         size = op.size if op.size > 0 else 1
-        if n * size > st.end - st.pos:
+        # n * size > bytes left, without the product (n may be near 2**63)
+        if n > (st.end - st.pos) // size:
             raise _Fail
         items = []
         kind = op.items
@@ -288,9 +289,9 @@ def _value(st: _State, op: Op, kind: cython.int, nullable: cython.bint):
             return None
         raise _Fail
     pos = st.pos
-    e = pos + n
-    if e > st.end:
+    if n > st.end - pos:    # compared before the sum: n may be near 2**63
         raise _Fail
+    e = pos + n
     buf = st.buf
     st.pos = e
     if kind == K_STRING:
@@ -328,9 +329,9 @@ def _struct(st: _State, p: Program):
                 if tag <= last:
                     raise _Fail
                 last = tag
-                te = st.pos + size
-                if te > st.end:
+                if size > st.end - st.pos:      # before the sum, as for lengths
                     raise _Fail
+                te = st.pos + size
                 op = p.tags.get(tag)
                 if op is not None:
                     v = _value(st, op, op.kind, op.nullable)

@@ -157,3 +157,24 @@ def test_a_nullable_structs_marker_byte_reads_as_the_reference_reads_it(marker):
     got = dec.interpret(body, 0)
     assert got is not None and repr(got) == repr(dec.reference(body, 0))
     assert got[0]["s"] == (None if marker >= 0x80 else {"a": 5})
+
+
+_HUGE = b"\xff" * 8 + b"\x7f"      # a nine-byte uvarint: 2**63 - 1
+
+
+@pytest.mark.parametrize("fields, body, why", [
+    ((_field("s", "string"), _field("x", "int32", compact=False)),
+     _HUGE + b"\x00\x00\x00\x07\x00", "a string's length"),
+    ((_field("a", "array", items="int64"), _field("x", "int32", compact=False)),
+     _HUGE + b"\x00\x00\x00\x07\x00", "an array's count (times the item's size)"),
+    ((_field("x", "int32", compact=False),),
+     b"\x00\x00\x00\x07" + b"\x01" + b"\x05" + _HUGE + b"\xaa\x00", "a tagged field's size"),
+])
+def test_lengths_near_two_to_the_63_fail_without_wrapping(fields, body, why):
+    """Compared with the bytes left before any sum or product: a position that wrapped
+    around would read before the buffer."""
+    plan = _plan(*fields)
+    dec = PlanDecoder(plan, compile_plan(plan))
+    with pytest.raises(StrictDecodeFailure):
+        dec.interpret(body, 0)
+    assert _outcome(dec, body) == _outcome(dec.reference, body) == ("error",), why
