@@ -108,8 +108,10 @@ class Op:
 
     def __init__(self, f: FieldPlan, program) -> None:
         self.key = f.key
-        self.kind = _KINDS[f.kind]
-        self.items = _KINDS[f.items] if f.items is not None else 0
+        # a kind the interpreter does not know (a newer plans.FIXED_SIZES): 0, which stops
+        # it, and the reference decodes
+        self.kind = _KINDS.get(f.kind, 0)
+        self.items = _KINDS.get(f.items, 0) if f.items is not None else 0
         self.size = _SIZES.get(self.items if self.kind == K_ARRAY else self.kind, 0)
         self.compact = f.compact
         self.nullable = f.nullable
@@ -119,10 +121,8 @@ class Op:
 
 class Program:
     """A struct plan as the interpreter's table: ``ops`` (the untagged fields in wire
-    order), ``tags`` (tag number -> :class:`Op`), ``flexible``, ``name``.
-
-    Raises ``KeyError`` for a field kind the interpreter does not know (the caller then
-    keeps the reference decoder)."""
+    order), ``tags`` (tag number -> :class:`Op`), ``flexible``, ``name``. A field of a kind
+    the interpreter does not know stops it where it meets one (the reference decodes)."""
 
     __slots__ = ("name", "ops", "tags", "flexible")
 
@@ -361,7 +361,6 @@ class PlanDecoder:
 
     Attributes: ``program`` (:class:`Program`), ``reference``, ``_layout`` (the reference's
     layout digest, :attr:`.codegen.DecoderSource.layout`).
-    Raises ``KeyError`` (at construction) for a field kind the interpreter does not know.
     """
 
     __slots__ = ("program", "reference", "_layout")

@@ -18,7 +18,7 @@ import pytest
 
 from kafkasniff.protocol.codegen import StrictDecodeFailure, compile_plan
 from kafkasniff.protocol.decoder import STRICT_ERRORS
-from kafkasniff.protocol.plandecode import PlanDecoder
+from kafkasniff.protocol.plandecode import Op, PlanDecoder
 from kafkasniff.protocol.plans import FieldPlan, StructPlan
 from kafkasniff.protocol.primitives import RawRecords
 
@@ -178,3 +178,15 @@ def test_lengths_near_two_to_the_63_fail_without_wrapping(fields, body, why):
     with pytest.raises(StrictDecodeFailure):
         dec.interpret(body, 0)
     assert _outcome(dec, body) == _outcome(dec.reference, body) == ("error",), why
+
+
+def test_a_kind_it_does_not_know_goes_to_the_reference():
+    """A kind a newer ``plans.FIXED_SIZES`` may add: the reference (generated from the same
+    table) decodes it; the interpreter stops where it meets one."""
+    assert Op(_field("f", "float32"), None).kind == 0     # not in the interpreter's table
+    assert Op(_field("f", "array", items="float32"), None).items == 0
+    known = _plan(_field("a", "int8"), flexible=False)
+    dec = PlanDecoder(known, compile_plan(known))
+    dec.program.ops[0].kind = 0         # what Op gave that field
+    assert dec.interpret(b"\x05", 0) is None
+    assert dec(b"\x05", 0) == ({"a": 5}, 1)
