@@ -85,3 +85,4 @@ cdef long long _length(_State st, bint compact, bint wide) except? -3
 cdef object _fixed(_State st, int kind, Py_ssize_t size)
 cdef object _value(_State st, Op op, int kind, bint nullable)
 cdef dict _struct(_State st, Program p)
+cdef object _interpret(Program program, object buf, Py_ssize_t pos)

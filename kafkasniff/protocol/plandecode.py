@@ -38,14 +38,12 @@ except ImportError:     # plain Python
 import struct
 from typing import Callable
 
+from kafkasniff.protocol.codegen import UNKNOWN_TAGS_KEY as _UNKNOWN_TAGS
 from kafkasniff.protocol.codegen import StrictDecodeFailure as _Fail
-from kafkasniff.protocol.plans import FieldPlan, StructPlan
+from kafkasniff.protocol.plans import FIXED_SIZES, FieldPlan, StructPlan
 from kafkasniff.protocol.primitives import RawRecords, uuid_to_str
 
 __all__ = ["PlanDecoder", "Program", "compiled"]
-
-#: the key of unknown tagged fields (:data:`kafkasniff.protocol.codegen.UNKNOWN_TAGS_KEY`)
-_UNKNOWN_TAGS = "_unknown_tagged_fields"
 
 # field kinds (Op.kind, Op.items); 0: none
 K_INT8 = 1
@@ -66,9 +64,8 @@ _KINDS = {"int8": K_INT8, "int16": K_INT16, "int32": K_INT32, "int64": K_INT64,
           "uint16": K_UINT16, "uint32": K_UINT32, "float64": K_FLOAT64, "bool": K_BOOL,
           "uuid": K_UUID, "string": K_STRING, "bytes": K_BYTES, "records": K_RECORDS,
           "struct": K_STRUCT, "array": K_ARRAY}
-#: bytes of each fixed-size kind
-_SIZES = {K_INT8: 1, K_INT16: 2, K_INT32: 4, K_INT64: 8, K_UINT16: 2, K_UINT32: 4,
-          K_FLOAT64: 8, K_BOOL: 1, K_UUID: 16}
+#: bytes of each fixed-size kind (plans.FIXED_SIZES, by kind code)
+_SIZES = {_KINDS[k]: n for k, n in FIXED_SIZES.items() if k in _KINDS}
 
 
 def compiled() -> bool:
@@ -345,9 +342,27 @@ def _struct(st: _State, p: Program):
     return d
 
 
+@cython.locals(st=_State)
+def _interpret(program: Program, buf, pos: int):
+    """``(dict, end)`` of ``program`` over ``buf`` from ``pos``, ``None`` where the
+    interpreter stops (``_Stop`` or any exception but ``_Fail``, which propagates)."""
+    if type(buf) is not bytes or pos < 0:
+        return None
+    st = _state(buf, pos)
+    try:
+        value = _struct(st, program)
+    except _Fail:
+        raise
+    except Exception:  # noqa: BLE001 - _Stop, or anything else: the reference decides
+        return None
+    return value, st.pos
+
+
 class PlanDecoder:
     """A strict body decoder run by the compiled interpreter: ``decoder(buf, pos) -> (dict,
-    end)``, the value and errors of ``reference`` (the generated decoder of the same plan,
+    end)`` for a body laid out as Kafka's protocol guide and message specs describe it
+    (compact lengths and tagged fields of flexible versions: KIP-482), the value and errors
+    of ``reference`` (the generated decoder of the same plan,
     :func:`.codegen.compile_plan` or :mod:`kafkasniff.protocol.prebuilt`).
 
     Args:
@@ -371,32 +386,14 @@ class PlanDecoder:
         self._layout = getattr(reference, "_layout", None)
 
     def __call__(self, buf, pos: int):
-        if type(buf) is bytes and 0 <= pos:
-            st = _state(buf, pos)
-            try:
-                value = _struct(st, self.program)
-            except _Fail:
-                raise
-            except Exception:  # noqa: BLE001 - _Stop, or anything else: the reference decides
-                pass
-            else:
-                return value, st.pos
-        return self.reference(buf, pos)
+        result = _interpret(self.program, buf, pos)
+        return result if result is not None else self.reference(buf, pos)
 
     def interpret(self, buf, pos: int):
         """The interpreter alone: ``(dict, end)``; ``None`` where it stops (calling the
         decoder then runs the reference). Raises :class:`~.codegen.StrictDecodeFailure` for
         a body that does not fit the layout."""
-        if type(buf) is not bytes or pos < 0:
-            return None
-        st = _state(buf, pos)
-        try:
-            value = _struct(st, self.program)
-        except _Fail:
-            raise
-        except Exception:  # noqa: BLE001 - as in __call__
-            return None
-        return value, st.pos
+        return _interpret(self.program, buf, pos)
 
     def __repr__(self) -> str:
         return f"<PlanDecoder {self.program.name}>"
