@@ -32,6 +32,7 @@ COMPILED = [
     "kafkasniff.protocol.recordloop",
     "kafkasniff.protocol.walk",
     "kafkasniff.protocol.plandecode",
+    "kafkasniff.export.rows",
     "kafkasniff.slotfill",
 ]
 

@@ -15,6 +15,7 @@ import pytest
 
 import kafkasniff
 import kafkasniff.capture.flows  # noqa: F401 - the readers' flow hash (not the pipeline's)
+import kafkasniff.export.rows  # noqa: F401 - the export's row builders
 import kafkasniff.pipeline  # noqa: F401 - imports every other module of the hot path
 from kafkasniff.capture.packet import decode_packet
 from kafkasniff.capture.pcapfile import open_capture
@@ -33,8 +34,9 @@ def _run(args: list[str], pure: bool) -> subprocess.CompletedProcess:
 
 
 # the pipeline imports every compiled module of the hot path but the flow hash, which the
-# readers of --jobs, live and the Spark split use
-_REPORT = ("import json, kafkasniff, kafkasniff.pipeline, kafkasniff.capture.flows; "
+# readers of --jobs, live and the Spark split use, and the export's row builders
+_REPORT = ("import json, kafkasniff, kafkasniff.pipeline, kafkasniff.capture.flows, "
+           "kafkasniff.export.rows; "
            "print(json.dumps([kafkasniff.compiled_available(), kafkasniff.compiled_modules()]))")
 
 
@@ -96,7 +98,7 @@ def test_fast_constructed_values_equal_the_dataclass_constructors(tmp_path):
 # one process per mode runs both commands on every capture in-process (CliRunner): a
 # process per command and capture spent most of this test starting Python
 _BATCH = """
-import json, sys
+import json, sys, tempfile
 from pathlib import Path
 from click.testing import CliRunner
 from kafkasniff.cli import main
@@ -107,13 +109,20 @@ for capture in json.loads(sys.argv[1]):
     for command in ("read", "stats"):
         r = CliRunner().invoke(main, [command, "--json", *extra, capture])
         out[command + " " + capture] = r.stdout + "\\nrc=%d\\n" % r.exit_code + r.stderr
+    with tempfile.TemporaryDirectory() as d:
+        r = CliRunner().invoke(main, ["export", "--jobs", "1", "--format", "jsonl", "-q",
+                                      "-o", d, *extra, capture])
+        files = sorted(Path(d).rglob("*.jsonl"))
+        out["export " + capture] = "\\nrc=%d\\n" % r.exit_code + r.stderr + "".join(
+            "%s\\n%s" % (f.relative_to(d), f.read_text()) for f in files)
 json.dump(out, sys.stdout)
 """
 
 
 @pytest.mark.slow
 def test_compiled_and_pure_python_outputs_are_identical():
-    """``read --json`` and ``stats --json`` of every capture, compiled and pure Python."""
+    """``read --json``, ``stats --json`` and ``export --format jsonl`` of every capture,
+    compiled and pure Python."""
     if not kafkasniff.compiled_available():
         pytest.skip("no compiled extension module installed (pure-Python install)")
     names = json.dumps([str(c) for c in CAPTURES])
@@ -122,11 +131,12 @@ def test_compiled_and_pure_python_outputs_are_identical():
     for run in runs:
         assert run.returncode == 0, run.stderr.decode()[-3000:]
     compiled, pure = (json.loads(r.stdout) for r in runs)
-    assert len(compiled) == 2 * len(CAPTURES)
+    assert len(compiled) == 3 * len(CAPTURES)
     for capture in CAPTURES:
-        for command in ("read", "stats"):
+        for command in ("read", "stats", "export"):
             key = f"{command} {capture}"
-            assert compiled[key] == pure[key], f"{command} --json differs on {capture.name}"
+            assert compiled[key] == pure[key], f"{command} differs on {capture.name}"
+        assert compiled[f"export {capture}"].startswith("\nrc=0\n"), capture.name
 
 
 def test_a_stale_extension_module_in_a_source_tree_is_not_used(tmp_path, monkeypatch):

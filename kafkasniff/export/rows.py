@@ -227,23 +227,24 @@ def _no_field(f) -> None:
     return None
 
 
-#: the partition structs (a partition index under a topic), visited once each; the wanted
+#: the partition structs (a partition index under a topic), gathered once each; the wanted
 #: fields are read from the struct's dict
 _PARTITIONS = PlanWalker(_no_field, partition_structs=True)
 
 
-def _walk_partitions(plan, body: dict, side: str, out: dict) -> None:
+def _walk_partitions(plan, body, side: str, out: dict) -> None:
     """Merge the partitions of ``body`` (decoded with ``plan``) into ``out``, keyed by
     (topic or topic id, partition): each entry's ``side`` dict gets the wanted fields of
     the partition struct in wire order: scalars by key, a wanted struct's scalars as
     ``"current_leader.leader_id"`` ...; ``""``: the side carries the partition. When a
     partition appears twice on a side, its first struct's values win."""
-
-    def visit(tag, key, v, struct, node, topic, topic_id, partition, path):
-        k = (topic if topic is not None else topic_id, v)
+    structs: list = []
+    _PARTITIONS.partitions(plan, body, structs)
+    for topic, topic_id, partition, struct in structs:
+        k = (topic if topic is not None else topic_id, partition)
         entry = out.get(k)
         if entry is None:
-            entry = out[k] = {"topic": topic, "topic_id": topic_id, "partition": v,
+            entry = out[k] = {"topic": topic, "topic_id": topic_id, "partition": partition,
                               "request": {}, "response": {}}
         else:
             if entry["topic"] is None:
@@ -262,8 +263,6 @@ def _walk_partitions(plan, body: dict, side: str, out: dict) -> None:
                     ssv = sv.get(sub)
                     if ssv is not None:
                         vals.setdefault(f"{key}.{sub}", ssv)
-
-    _PARTITIONS.walk(plan, body, visit)
 
 
 def _plans(ex: Exchange, defs):

@@ -19,3 +19,5 @@ cdef class PlanWalker:
                       object partition, str path, bint paths)
     cdef object _gather(self, Node node, dict d, tuple tags, dict counts, dict names,
                         list ids, list pairs)
+    cdef object _partitions(self, Node node, dict d, list out, object topic,
+                            object topic_id)

@@ -185,6 +185,47 @@ class PlanWalker:
         if node is not None and type(body) is dict:
             self._gather(node, body, tags, counts, names, ids, pairs)
 
+    def partitions(self, plan: StructPlan, body: dict | None, out: list) -> None:
+        """The partition structs of ``body`` (decoded with ``plan``) without a callback:
+        ``(topic, topic_id, partition, struct)`` appended to ``out`` for each, in wire order,
+        where :meth:`walk` would call ``visit(PARTITION, ...)``: ``topic`` / ``topic_id``
+        the nearest enclosing topic name / id (``None`` when none), ``partition`` the
+        struct's partition index (an ``int``), ``struct`` its dict. Only for a walker made
+        with ``partition_structs=True`` (otherwise nothing is appended); wanted fields are
+        not visited. Compiled, the whole walk runs in C."""
+        hit = self._trees.get(id(plan))
+        node = hit[1] if hit is not None else self.tree(plan)
+        if node is not None and type(body) is dict and self.partition_structs:
+            self._partitions(node, body, out, None, None)
+
+    def _partitions(self, node: Node, d: dict, out: list, topic, topic_id) -> None:
+        k = node.topic_key
+        if k is not None:
+            v = d.get(k)
+            if v is not None:
+                topic = v
+        k = node.topic_id_key
+        if k is not None:
+            v = d.get(k)
+            if v is not None:
+                topic_id = v
+        k = node.partition_key
+        if k is not None and node.partition_struct:
+            v = d.get(k)
+            if type(v) is int:
+                out.append((topic, topic_id, v, d))
+        for key, tag, sub in node.entries:
+            if sub is None:
+                continue
+            v = d.get(key)
+            if tag == _ARRAY:
+                if type(v) is list:
+                    for item in v:
+                        if type(item) is dict:
+                            self._partitions(sub, item, out, topic, topic_id)
+            elif type(v) is dict:
+                self._partitions(sub, v, out, topic, topic_id)
+
     def _gather(self, node: Node, d: dict, tags: tuple, counts: dict, names: dict, ids: list,
                 pairs: list) -> None:
         for key, tag, sub in node.entries:

@@ -225,6 +225,68 @@ def test_partition_structs_without_wanted_fields():
         (PARTITION, 0, "orders"), (PARTITION, 5, "orders"), (PARTITION, 2, "payments")]
 
 
+def _announced(walker: PlanWalker, plan, body) -> list:
+    """(topic, topic_id, partition, struct) of every PARTITION callback of a walk."""
+    out = []
+
+    def visit(tag, key, v, struct, node, topic, topic_id, partition, path):
+        if tag is PARTITION:
+            out.append((topic, topic_id, v, struct))
+
+    walker.walk(plan, body, visit)
+    return out
+
+
+def test_partitions_gathers_what_the_walk_announces():
+    """``partitions`` appends, without a callback, what ``walk`` announces as PARTITION:
+    the same topic context, index and struct dict (the very object), in wire order."""
+    plan, body = fetch_response()
+    walker = PlanWalker(lambda f: None, partition_structs=True)
+    got: list = []
+    walker.partitions(plan, body, got)
+    parts = [p for t in body["responses"] for p in t["partitions"]]
+    assert [(g[0], g[1], g[2]) for g in got] == [
+        ("orders", None, 0), ("orders", None, 5), ("payments", None, 2)]
+    assert all(g[3] is p for g, p in zip(got, parts, strict=True))
+    assert got == _announced(walker, plan, body)
+    # a walker with wanted fields gathers the same partitions (its fields are not visited)
+    more: list = []
+    PlanWalker(error_codes, partition_structs=True).partitions(plan, body, more)
+    assert more == got
+
+
+def test_partitions_needs_partition_structs_and_a_dict():
+    plan, body = fetch_response()
+    got: list = []
+    PlanWalker(error_codes).partitions(plan, body, got)
+    walker = PlanWalker(lambda f: None, partition_structs=True)
+    walker.partitions(plan, None, got)
+    walker.partitions(plan, [body], got)
+    assert got == []
+
+
+def test_partitions_by_topic_id_and_outside_a_topic():
+    """Topic ids are context as names are; a partition index with no topic above it is no
+    partition struct (StreamsGroupHeartbeat's task_offsets)."""
+    walker = PlanWalker(lambda f: None, partition_structs=True)
+    plan = DEFS.plan("StreamsGroupHeartbeatRequest", 0)
+    plan, body = decode(88, 0, False, encode(plan, example_value(plan, unknown_tags=False)))
+    got: list = []
+    walker.partitions(plan, body, got)
+    assert got == _announced(walker, plan, body)
+    assert all(g[3] not in body["task_offsets"] for g in got)
+    gathered = 0
+    for api_key, version in ((1, 4), (1, 13), (0, 3), (0, 13), (2, 9), (8, 10), (9, 10)):
+        for p in (DEFS.plan(DEFS.apis[api_key].request, version),
+                  DEFS.plan(DEFS.apis[api_key].response, version)):
+            value = example_value(p, unknown_tags=False)
+            got = []
+            walker.partitions(p, value, got)
+            assert got == _announced(walker, p, value), (api_key, version)
+            gathered += len(got)
+    assert gathered >= 10
+
+
 def test_partition_index_outside_a_topic_is_not_a_partition_struct():
     """A partition index with no topic name or id above it (StreamsGroupHeartbeat's
     task_offsets) is context for its fields, but not announced as a partition struct."""
