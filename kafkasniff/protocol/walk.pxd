@@ -1,6 +1,12 @@
 # C types of kafkasniff/protocol/walk.py when Cython compiles it (docs/compiled.md); the
 # .py file runs unchanged as plain Python.
 
+import cython
+
+# the .py function, compiled as a C function (static: the C compiler inlines it)
+@cython.locals(v=object)
+cdef object _field_or(dict d, object key, object default)
+
 cdef class Node:
     cdef public tuple entries
     cdef public object topic_key

@@ -47,6 +47,17 @@ _ARRAY = 1
 _STRUCT = 2
 
 
+def _field_or(d: dict, key, default):
+    """``d[key]`` when ``key`` is not ``None`` and ``d`` holds a non-null value there, else
+    ``default`` (a struct's topic context: its own topic name or id, else the enclosing
+    one). Inline C when compiled."""
+    if key is not None:
+        v = d.get(key)
+        if v is not None:
+            return v
+    return default
+
+
 class Node:
     """The interest tree of one struct plan (built by :meth:`PlanWalker.tree`; read-only by
     convention, an extension type with C fields when this module is compiled).
@@ -199,16 +210,8 @@ class PlanWalker:
             self._partitions(node, body, out, None, None)
 
     def _partitions(self, node: Node, d: dict, out: list, topic, topic_id) -> None:
-        k = node.topic_key
-        if k is not None:
-            v = d.get(k)
-            if v is not None:
-                topic = v
-        k = node.topic_id_key
-        if k is not None:
-            v = d.get(k)
-            if v is not None:
-                topic_id = v
+        topic = _field_or(d, node.topic_key, topic)
+        topic_id = _field_or(d, node.topic_id_key, topic_id)
         k = node.partition_key
         if k is not None and node.partition_struct:
             v = d.get(k)
@@ -260,16 +263,8 @@ class PlanWalker:
 
     def _walk(self, node: Node, d: dict, visit: Visit, topic, topic_id, partition, path: str,
               paths: bool) -> None:
-        k = node.topic_key
-        if k is not None:
-            v = d.get(k)
-            if v is not None:
-                topic = v
-        k = node.topic_id_key
-        if k is not None:
-            v = d.get(k)
-            if v is not None:
-                topic_id = v
+        topic = _field_or(d, node.topic_key, topic)
+        topic_id = _field_or(d, node.topic_id_key, topic_id)
         k = node.partition_key
         if k is not None:
             v = d.get(k)
