@@ -44,6 +44,9 @@ COMPILED = [
     "kafkasniff.content.redaction",
     "kafkasniff.pairing.base",
     "kafkasniff.output.render",
+    "kafkasniff.export.writer",
+    "kafkasniff.groups.analysis",
+    "kafkasniff.tcp.types",
     "kafkasniff.slotfill",
 ]
 

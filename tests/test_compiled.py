@@ -16,6 +16,8 @@ import pytest
 import kafkasniff
 import kafkasniff.capture.flows  # noqa: F401 - the readers' flow hash (not the pipeline's)
 import kafkasniff.export.rows  # noqa: F401 - the export's row builders
+import kafkasniff.export.writer  # noqa: F401 - the export's sink
+import kafkasniff.groups.analysis  # noqa: F401 - the consumer-group analysis (export)
 import kafkasniff.pipeline  # noqa: F401 - imports every other module of the hot path
 from kafkasniff.capture.packet import decode_packet
 from kafkasniff.capture.pcapfile import open_capture
@@ -34,9 +36,9 @@ def _run(args: list[str], pure: bool) -> subprocess.CompletedProcess:
 
 
 # the pipeline imports every compiled module of the hot path but the flow hash, which the
-# readers of --jobs, live and the Spark split use, and the export's row builders
+# readers of --jobs, live and the Spark split use, and the export's (rows, sink, groups)
 _REPORT = ("import json, kafkasniff, kafkasniff.pipeline, kafkasniff.capture.flows, "
-           "kafkasniff.export.rows; "
+           "kafkasniff.export.rows, kafkasniff.export.writer, kafkasniff.groups.analysis; "
            "print(json.dumps([kafkasniff.compiled_available(), kafkasniff.compiled_modules()]))")
 
 
