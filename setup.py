@@ -33,8 +33,8 @@ COMPILED = [
     "kafkasniff.protocol.walk",
     "kafkasniff.protocol.plandecode",
     "kafkasniff.export.rows",
-    # compiled untyped (no .pxd): each measured with fewer instructions and CPU seconds
-    # compiled than as Python (docs/compiled.md)
+    # compiled untyped (no .pxd): each, compiled alone, ran read or export with fewer
+    # instructions than as Python (docs/compiled.md, "Compiled untyped, module by module")
     "kafkasniff.protocol.headers",
     "kafkasniff.protocol.decoder",
     "kafkasniff.protocol.records",

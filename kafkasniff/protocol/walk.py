@@ -50,7 +50,7 @@ _STRUCT = 2
 def _field_or(d: dict, key, default):
     """``d[key]`` when ``key`` is not ``None`` and ``d`` holds a non-null value there, else
     ``default`` (a struct's topic context: its own topic name or id, else the enclosing
-    one). Inline C when compiled."""
+    one). A C function when compiled (``walk.pxd``)."""
     if key is not None:
         v = d.get(key)
         if v is not None:
