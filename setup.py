@@ -33,6 +33,7 @@ COMPILED = [
     "kafkasniff.protocol.walk",
     "kafkasniff.protocol.plandecode",
     "kafkasniff.export.rows",
+    "kafkasniff.feeding",
     # compiled untyped (no .pxd): each, compiled alone, ran read or export with fewer
     # instructions than as Python (docs/compiled.md, "Compiled untyped, module by module")
     "kafkasniff.protocol.headers",

@@ -5,6 +5,8 @@
 
     CapturedPacket -> capture.packet.decode_frame     -> TcpSegment | Skipped
       -> tcp.reassembly.TcpReassembler                 -> StreamData | StreamGap | StreamClosed
+           (both per packet in feeding.PacketFeeder, which hands an in-order chunk of a
+           Kafka connection straight to it and every other event back here)
       -> classify.Classifier (per connection)          -> Kafka | Kafka 0.7 | TLS | other
       -> pairing.KafkaConnection / Kafka07Connection   -> Exchange | DecodeIssue
            (framing, pairing; content.ContentDecoder decodes each frame)
@@ -21,11 +23,11 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator, Union
 
-from kafkasniff.capture.packet import decode_frame
-from kafkasniff.capture.types import CapturedPacket, Skipped
+from kafkasniff.capture.types import CapturedPacket
 from kafkasniff.classify import DEFAULT_PORTS, Classifier, FirstBytes
 from kafkasniff.content.budgets import BudgetMeter, Budgets
 from kafkasniff.content.summary import TopicRegistry
+from kafkasniff.feeding import PacketFeeder
 from kafkasniff.issues import IssueKind, Severity
 from kafkasniff.model import (
     ConnectionKind,
@@ -44,8 +46,6 @@ from kafkasniff.tcp.reassembly import TcpReassembler
 from kafkasniff.tcp.types import StreamClosed, StreamData, StreamGap, TcpConnection
 from kafkasniff.tls.connection import TlsConnection, client_hello_direction
 from kafkasniff.tls.decrypt import AppData
-
-EXPIRE_EVERY_NS = 1_000_000_000  # look for idle connections once per second of capture time
 
 #: keys of :attr:`PipelineStats.bytes` for bytes understood: the headers of the capture file,
 #: its records and blocks; link/IP/TCP headers (and link padding); Kafka frames (size prefix
@@ -400,7 +400,12 @@ class Pipeline:
         self.connections: dict[int, ConnectionState] = {}
         self._closed: dict[int, TcpConnection] = {}     # closed during the last call
         # external_clock: never due (the caller calls expire)
-        self._next_expire_ns = 1 << 62 if o.external_clock else 0
+        self._feeder = PacketFeeder(self.stats, self._reassembler, self.connections,
+                                    self._closed, self._account, self._dispatch, self._expire,
+                                    1 << 62 if o.external_clock else 0)
+        # the feeder's bound method itself, not the method below calling it: one Python
+        # call a packet less (the feeder runs compiled, kafkasniff.feeding)
+        self.feed = self._feeder.feed
 
     @property
     def topics(self) -> TopicRegistry:
@@ -419,45 +424,11 @@ class Pipeline:
 
     # ------------------------------------------------------------------ feeding
     def feed(self, pkt: CapturedPacket) -> list[Record]:
-        """Process one packet; returns the records it completed."""
-        if self._closed:
-            self._closed.clear()
-        st = self.stats
-        data = pkt.data
-        ts_ns = pkt.ts_ns
-        st.packets += 1
-        st.packet_bytes += len(data)
-        if not st.first_ts_ns:
-            st.first_ts_ns = ts_ns
-        st.last_ts_ns = ts_ns
-        # decode_packet's body, called here without its wrapper (one call a packet less)
-        seg = decode_frame(pkt.link_type, data, pkt.orig_len, ts_ns)
-        if type(seg) is Skipped:
-            st.skipped[seg.reason] += 1
-            st.bytes["packets_not_tcp"] += len(data)
-            out = []
-        else:
-            st.tcp_segments += 1
-            st._pending_headers += len(data) - len(seg.payload)   # into bytes, when read
-            events = self._reassembler.feed(seg)
-            if not events:
-                out = events        # the reassembler's own fresh empty list: no new one
-            elif len(events) == 1 and type(ev := events[0]) is StreamData and \
-                    type(app := self.connections.get(ev.conn.conn_id)) is KafkaConnection:
-                # the common case, routed without _dispatch's loop: in-order bytes of a
-                # Kafka connection (most of them complete no frame and return nothing;
-                # topic ids are learnt only while an exchange is made, which ``out`` holds)
-                out = app.on_data(ev.direction, ev.offset, ev.data, ev.ts_ns)
-                if out:
-                    out = self._account(out)
-            else:
-                out = self._dispatch(events)
-        if ts_ns >= self._next_expire_ns:
-            self._next_expire_ns = ts_ns + EXPIRE_EVERY_NS
-            expired = self._expire(ts_ns)
-            if expired:
-                out.extend(expired)
-        return out
+        """Process one packet; returns the records it completed.
+
+        :meth:`kafkasniff.feeding.PacketFeeder.feed` does it (an instance's ``feed`` is
+        that method itself)."""
+        return self._feeder.feed(pkt)
 
     def expire(self, ts_ns: int) -> list[Record]:
         """Close the connections idle for ``idle_timeout_s`` at capture time ``ts_ns``, in

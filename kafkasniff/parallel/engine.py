@@ -39,6 +39,7 @@ from typing import Callable
 from kafkasniff.capture.flows import router
 from kafkasniff.capture.pcapfile import TLS_KEY_LOG_SECRETS, open_capture
 from kafkasniff.errors import KafkaSniffError
+from kafkasniff.feeding import EXPIRE_EVERY_NS
 from kafkasniff.parallel.shm import Channel
 from kafkasniff.parallel.wire import (
     END,
@@ -51,12 +52,7 @@ from kafkasniff.parallel.wire import (
     record_header,
 )
 from kafkasniff.parallel.worker import decoder_main
-from kafkasniff.pipeline import (
-    EXPIRE_EVERY_NS,
-    IssueLister,
-    PipelineOptions,
-    PipelineStats,
-)
+from kafkasniff.pipeline import IssueLister, PipelineOptions, PipelineStats
 
 __all__ = ["DecoderFailed", "JobsResult", "default_jobs", "run_jobs"]
 
