@@ -73,8 +73,9 @@ def fill(obj: object, names: tuple, values: tuple) -> None:
         _set(obj, names[i], values[i])
 
 
-@cython.locals(names=tuple, values=tuple, offsets=tuple, i=cython.Py_ssize_t,
-               n=cython.Py_ssize_t)
+# layout typed: its fields read from the extension type's struct, not looked up by name
+@cython.locals(layout=SlotLayout, names=tuple, values=tuple, offsets=tuple,
+               i=cython.Py_ssize_t, n=cython.Py_ssize_t)
 def fill_slots(obj: object, layout: SlotLayout, values: tuple) -> None:
     """:func:`fill` of ``layout.names``: the same stores, made through the slots' offsets
     when ``obj`` is an instance of exactly ``layout.cls`` and the module runs compiled.
