@@ -404,7 +404,9 @@ class Pipeline:
                                     self._closed, self._account, self._dispatch, self._expire,
                                     1 << 62 if o.external_clock else 0)
         # the feeder's bound method itself, not the method below calling it: one Python
-        # call a packet less (the feeder runs compiled, kafkasniff.feeding)
+        # call a packet less (the feeder runs compiled, kafkasniff.feeding). The feeder
+        # holds this pipeline's bound methods: the two form a reference cycle, which the
+        # cycle collector frees (a pipeline lives as long as its capture's decoding)
         self.feed = self._feeder.feed
 
     @property
