@@ -399,7 +399,8 @@ class Pipeline:
         self.lister = IssueLister(o.budgets.limit("capture_issues"), self.stats)
         self.connections: dict[int, ConnectionState] = {}
         self._closed: dict[int, TcpConnection] = {}     # closed during the last call
-        # external_clock: never due (the caller calls expire)
+        # external_clock: never due (the caller calls expire). The feeder holds the stats,
+        # the reassembler and both connection tables: none of them is ever replaced
         self._feeder = PacketFeeder(self.stats, self._reassembler, self.connections,
                                     self._closed, self._account, self._dispatch, self._expire,
                                     1 << 62 if o.external_clock else 0)
