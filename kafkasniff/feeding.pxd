@@ -19,7 +19,7 @@ cdef class PacketFeeder:
     cdef readonly object account
     cdef readonly object dispatch
     cdef readonly object expire
-    cdef public object next_expire_ns
+    cdef readonly object next_expire_ns
     # the counters' slots are stored at their offsets (stats is of the class they were
     # read from: the feeder's own, checked once)
     cdef readonly bint fast
@@ -40,6 +40,6 @@ cdef inline int _count_packet(PacketFeeder f, object st, Py_ssize_t n, object ts
 # header bytes not yet in the ledger
 cdef inline int _count_segment(PacketFeeder f, object st, Py_ssize_t h) except -1:
     set_slot(st, f.o_segments, "tcp_segments", _sg(st, f.o_segments, "tcp_segments") + 1)
-    set_slot(st, f.o_headers, "_pending_headers",
-             _sg(st, f.o_headers, "_pending_headers") + h)
+    set_slot(st, f.o_headers, "pending_header_bytes",
+             _sg(st, f.o_headers, "pending_header_bytes") + h)
     return 0

@@ -39,7 +39,7 @@ EXPIRE_EVERY_NS = 1_000_000_000
 #: the counters of the pipeline's stats the fast path stores into, in the order of the
 #: offsets PacketFeeder keeps (compiled)
 _STATS_SLOTS = ("packets", "packet_bytes", "first_ts_ns", "last_ts_ns", "tcp_segments",
-                "_pending_headers")
+                "pending_header_bytes")
 
 if cython.compiled:
     # the byte offsets of the CapturedPacket, StreamData and TcpConnection slots the fast
@@ -95,8 +95,21 @@ class PacketFeeder:
              self.o_segments, self.o_headers) = offsets
 
     def feed(self, pkt: CapturedPacket) -> list:
-        """Process one packet; returns the records it completed (what
-        :meth:`kafkasniff.pipeline.Pipeline.feed` returns)."""
+        """Process one packet (what :meth:`kafkasniff.pipeline.Pipeline.feed` does).
+
+        Args:
+            pkt: a :class:`~kafkasniff.capture.types.CapturedPacket` (``ts_ns`` in ns since
+                the epoch, ``data`` the captured bytes of a frame of ``link_type``).
+
+        Returns:
+            The :data:`~kafkasniff.model.Record` list the packet completed, in order
+            (often empty; the list may be the reassembler's own, the caller's to keep).
+
+        Nothing is raised for a packet's content: one that is not TCP (or cut, or
+        malformed) is counted in ``stats.skipped`` and its bytes in the ledger's
+        ``packets_not_tcp``; TCP oddities are the reassembler's counts and gaps (RFC 9293),
+        Kafka ones the connection's issues. No Kafka spec applies here: the Kafka protocol
+        starts in the connection the bytes are handed to."""
         closed = self.closed
         if closed:
             closed.clear()
@@ -128,7 +141,7 @@ class PacketFeeder:
                 _count_segment(self, st, len(data) - len(seg.payload))  # noqa: F821
             else:
                 st.tcp_segments += 1
-                st._pending_headers += len(data) - len(seg.payload)
+                st.pending_header_bytes += len(data) - len(seg.payload)
             events = self.reassembler.feed(seg)
             if not events:
                 out = events        # the reassembler's own fresh empty list: no new one

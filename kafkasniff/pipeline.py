@@ -180,6 +180,10 @@ class PipelineStats:
             bytes, decompressed; for live capture, the packets' bytes).
         budgets: what the analysis spent of its budgets and what they skipped
             (:class:`kafkasniff.content.budgets.BudgetMeter`).
+        pending_header_bytes: the TCP packets' link, IP and TCP header bytes not yet in the
+            ledger's ``packet_headers`` (what :class:`~kafkasniff.feeding.PacketFeeder`
+            counts per packet: an int attribute, 23 ns, where an item of a Counter cost
+            175 ns); moved there whenever :attr:`bytes` is read.
     """
 
     packets: int = 0
@@ -198,17 +202,14 @@ class PipelineStats:
     last_ts_ns: int = 0
     _ledger: Counter = field(default_factory=Counter)
     budgets: BudgetMeter = field(default_factory=BudgetMeter)
-    #: the TCP packets' header bytes not yet in the ledger's ``packet_headers``: added to
-    #: an int for each packet (an item of a Counter cost 175 ns, an int attribute 23 ns)
-    #: and moved to the ledger whenever :attr:`bytes` is read
-    _pending_headers: int = 0
+    pending_header_bytes: int = 0
 
     @property
     def bytes(self) -> Counter:
         """The byte ledger (see the class's attributes)."""
-        n = self._pending_headers
+        n = self.pending_header_bytes
         if n:
-            self._pending_headers = 0
+            self.pending_header_bytes = 0
             self._ledger["packet_headers"] += n
         return self._ledger
 

@@ -96,7 +96,7 @@ def decode_located(located: list[LocatedRecords], *, with_records: bool,
                                              max_uncompressed_bytes=max_uncompressed_bytes,
                                              defs=defs)
             else:
-                meter.record_bytes += len(raw.data)     # its size_bytes
+                meter.record_bytes += raw.size_bytes
                 capture_bytes = meter.capture_uncompressed_left()
                 capture_records = meter.capture_records_left()
                 rs = raw.decoded = decode_records(

@@ -324,10 +324,8 @@ class KafkaConnection(PairingConnection):
     def _pair(self, p: _Pending, frame: Frame, corr: int) -> list:
         rdir = 1 - self.client_dir
         sasl = self.sasl
-        q = p.frame     # its layout_body, without the property's Python call
         d = self.ctx.content.decode_response(
-            frame.payload, p.api_key, p.api_version,
-            request_body=q.body if q.plan is not None else None,
+            frame.payload, p.api_key, p.api_version, request_body=p.frame.layout_body,
             mechanism=sasl.mechanism if sasl is not None else None)
         if d.header_error is not None:
             exc = d.header_error

@@ -105,14 +105,8 @@ class Row:
             self.throttle_total_ms += t
             if t > self.throttle_max_ms:
                 self.throttle_max_ms = t
-        # the frames' sizes read here, not through Exchange.request_bytes/response_bytes
-        # (a Python call each, for every exchange)
-        req = ex.request
-        if req is not None:
-            self.request_bytes += req.frame_bytes
-        resp = ex.response
-        if resp is not None:
-            self.response_bytes += resp.frame_bytes
+        self.request_bytes += ex.request_bytes
+        self.response_bytes += ex.response_bytes
 
     def _add_long_poll(self, lat: int) -> None:
         """Count one long-poll's latency (ns) apart from the served exchanges'."""
