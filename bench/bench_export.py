@@ -9,6 +9,10 @@ own process measured by ``/usr/bin/time`` (wall seconds, peak RSS):
 - ``kafkasniff export --records``         + one row per record
 - ``kafkasniff export --format jsonl``    the same tables as JSON Lines
 - ``kafkasniff export --partition-by date,hour``
+- with ``--sink``, two exports whose sink is cut short, to split an export's time
+  (docs/benchmarks.md, "Where an export's time goes"): the rows built and dropped
+  (``ExportSink.add_rows`` converts and writes nothing), and decoding only
+  (``ExportSink.add`` takes nothing). Their row counts are 0.
 
 and prints rows/s, capture MB/s, output size, peak memory and the ratio of each export's
 time to ``stats`` (measured in the same run). Results are also written as JSON
@@ -38,6 +42,14 @@ HERE = Path(__file__).resolve().parent
 VENV_BIN = Path(sys.executable).parent
 EXPORT = ("import sys; from kafkasniff.cli.export import export_command; "
           "export_command(sys.argv[1:], prog_name='kafkasniff export')")
+#: the export with its sink's rows built, then dropped: never converted to Arrow or written
+EXPORT_ROWS_DROPPED = ("from kafkasniff.export.writer import ExportSink\n"
+                       "def add_rows(self, table, rows):\n"
+                       "    for _ in rows: pass\n"
+                       "ExportSink.add_rows = add_rows\n" + EXPORT)
+#: the export with a sink that takes nothing: decoding only
+EXPORT_DECODE_ONLY = ("from kafkasniff.export.writer import ExportSink\n"
+                      "ExportSink.add = lambda self, rec, **kw: None\n" + EXPORT)
 
 
 def measure(cmd: list[str]) -> tuple[float, int, str]:
@@ -64,6 +76,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--scale", type=int, nargs="*", default=[],
                     help="also export captures this many times larger (made with "
                          "make_big_capture.py): peak memory must not grow with the capture")
+    ap.add_argument("--sink", action="store_true",
+                    help="also export with the rows dropped, and with decoding only")
     ap.add_argument("--keep", type=Path, default=None,
                     help="keep the exports under this directory (default: a temporary one)")
     args = ap.parse_args(argv)
@@ -78,15 +92,19 @@ def main(argv: list[str] | None = None) -> int:
     results = [{"command": "kafkasniff stats", "seconds": wall, "peak_kib": rss, "rows": None,
                 "out_bytes": None}]
     variants = [
-        ("kafkasniff export (parquet)", "parquet", []),
-        ("kafkasniff export --records", "records", ["--records"]),
-        ("kafkasniff export --format jsonl", "jsonl", ["--format", "jsonl"]),
-        ("kafkasniff export --partition-by date,hour", "hive", ["--partition-by", "date,hour"]),
+        ("kafkasniff export (parquet)", "parquet", [], EXPORT),
+        ("kafkasniff export --records", "records", ["--records"], EXPORT),
+        ("kafkasniff export --format jsonl", "jsonl", ["--format", "jsonl"], EXPORT),
+        ("kafkasniff export --partition-by date,hour", "hive", ["--partition-by", "date,hour"],
+         EXPORT),
     ]
-    for name, sub, extra in variants:
+    if args.sink:
+        variants += [("export, rows built and dropped", "dropped", [], EXPORT_ROWS_DROPPED),
+                     ("export, decoding only", "decode", [], EXPORT_DECODE_ONLY)]
+    for name, sub, extra, program in variants:
         out = work / sub
         shutil.rmtree(out, ignore_errors=True)
-        wall, rss, err = measure([sys.executable, "-c", EXPORT, cap, "-o", str(out), *extra])
+        wall, rss, err = measure([sys.executable, "-c", program, cap, "-o", str(out), *extra])
         m = re.search(r"export: (.*) rows ->", err)
         counts = {k: int(v) for k, v in (p.rsplit(" ", 1) for p in m.group(1).split(", "))}
         results.append({"command": name, "seconds": wall, "peak_kib": rss,

@@ -50,8 +50,8 @@ def _fed(path: Path, pipe: Pipeline) -> dict:
 
 
 class _OwnStats(PipelineStats):
-    """A stats class of its own: its slots are not the ones the feeder's offsets were read
-    from (the feeder reads them per class), and it adds one."""
+    """A stats class of its own, with a slot of its own: the feeder reads the counters'
+    offsets from the class it is given, not from PipelineStats."""
 
     __slots__ = ("extra",)
 
@@ -101,6 +101,8 @@ def test_a_pipeline_feeds_through_its_feeder():
     assert got == want
     assert any(got)
     assert pipe.stats.packets == other.stats.packets == len(packets)
+    # an instance's feed is the feeder's own method, not a Python method calling it
+    assert pipe.feed.__self__ is pipe._feeder
 
 
 @pytest.mark.skipif(kafkasniff.PURE_PYTHON or not kafkasniff.compiled_available(),
