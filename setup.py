@@ -49,6 +49,8 @@ COMPILED = [
     "kafkasniff.groups.analysis",
     "kafkasniff.tcp.types",
     "kafkasniff.slotfill",
+    "kafkasniff.parallel.worker",
+    "kafkasniff.parallel.engine",
 ]
 
 #: Cython directives: Python semantics everywhere except where a .pxd declares C types

@@ -18,6 +18,8 @@ import kafkasniff.capture.flows  # noqa: F401 - the readers' flow hash (not the 
 import kafkasniff.export.rows  # noqa: F401 - the export's row builders
 import kafkasniff.export.writer  # noqa: F401 - the export's sink
 import kafkasniff.groups.analysis  # noqa: F401 - the consumer-group analysis (export)
+import kafkasniff.parallel.engine  # noqa: F401 - the reader of --jobs N
+import kafkasniff.parallel.worker  # noqa: F401 - a decoder process of --jobs N
 import kafkasniff.pipeline  # noqa: F401 - imports every other module of the hot path
 from kafkasniff.capture.packet import decode_packet
 from kafkasniff.capture.pcapfile import open_capture
@@ -36,9 +38,11 @@ def _run(args: list[str], pure: bool) -> subprocess.CompletedProcess:
 
 
 # the pipeline imports every compiled module of the hot path but the flow hash, which the
-# readers of --jobs, live and the Spark split use, and the export's (rows, sink, groups)
+# readers of --jobs, live and the Spark split use, the export's (rows, sink, groups) and
+# the two ends of --jobs N (the reader, a decoder)
 _REPORT = ("import json, kafkasniff, kafkasniff.pipeline, kafkasniff.capture.flows, "
-           "kafkasniff.export.rows, kafkasniff.export.writer, kafkasniff.groups.analysis; "
+           "kafkasniff.export.rows, kafkasniff.export.writer, kafkasniff.groups.analysis, "
+           "kafkasniff.parallel.engine, kafkasniff.parallel.worker; "
            "print(json.dumps([kafkasniff.compiled_available(), kafkasniff.compiled_modules()]))")
 
 
