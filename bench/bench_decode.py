@@ -11,14 +11,23 @@ alternating: every command once per round, ``--rounds`` rounds, the median kept:
 - ``tshark -T fields``          tshark's Kafka dissector, a few fields per frame
 - ``tshark -T json``            tshark's full decode of every frame, to /dev/null
 - ``dpkt``                      merely iterating the packets (the Python floor)
+- two ``kafkasniff stats --jobs 1`` at once (``--no-ceiling`` leaves it out): what this
+  machine's two cores give two independent processes. ``--jobs 2`` splits one decode in
+  two halves run at once, so its best possible time is half of the pair's; the *ceiling*
+  is ``2 x stats --jobs 1 / pair`` within each round (2.0 on two cores that do not slow
+  each other down), and ``--jobs 2`` is also given as a share of it
 
 A capture that is not on port 9092 (``make_real_capture.py``'s) names its broker ports in a
 ``.ports`` file next to it: kafkasniff gets ``--port`` and tshark ``-d tcp.port==P,kafka``
 for each.
 
 Prints packets/s, MB/s, exchanges/s, peak memory and the ratio to tshark (``stats`` and
-``export`` to ``-T fields``, ``read --json`` to ``-T json``): the ratio of the medians, and
-with several rounds the range of the ratios within each round (``[min-max]``). Results are
+``export`` to ``-T fields``, ``read --json`` to ``-T json``). This machine's speed drifts by
+up to 1.6x within minutes, so each command compared with ``-T fields`` runs between two
+runs of it (``B C1 B C2 ... B`` in every round) and is compared with the mean of those
+two: the ratio printed is the median of these per-round ratios, their range in brackets
+(``[min-max]``). ``read --json`` gets the ratio of the medians to ``-T json`` (one run of it
+per round: it takes minutes). Results are
 also written as JSON (``--json-out``), each command's round times and ratios included.
 Timings are measured here, never asserted in tests.
 
@@ -43,6 +52,16 @@ import make_big_capture
 
 HERE = Path(__file__).resolve().parent
 VENV_BIN = Path(sys.executable).parent
+#: the two ``stats --jobs 1`` run at once
+PAIR = "two stats --jobs 1 at once"
+STATS1 = "kafkasniff stats --jobs 1"
+
+
+def median(xs: list[float]) -> float:
+    """The median (the mean of the middle two of an even count)."""
+    xs = sorted(xs)
+    mid = len(xs) // 2
+    return xs[mid] if len(xs) % 2 else (xs[mid - 1] + xs[mid]) / 2
 
 
 def measure(cmd: list[str], stdout=subprocess.DEVNULL, env=None) -> tuple[float, int, str]:
@@ -69,6 +88,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="the --jobs values measured")
     ap.add_argument("--rounds", type=int, default=1,
                     help="alternating rounds (the median is kept)")
+    ap.add_argument("--no-ceiling", action="store_true",
+                    help="leave out the two `stats --jobs 1` run at once (the machine's "
+                         "two-process ceiling)")
     ap.add_argument("--scale", type=int, nargs="*", default=[3],
                     help="also run `stats` on captures this many times larger (peak memory "
                          "must not grow with the capture)")
@@ -102,6 +124,11 @@ def main(argv: list[str] | None = None) -> int:
     commands.append(("stats --jobs 1, plain Python", [ks, "stats", "--jobs", "1", *ks_ports,
                                                       cap],
                      {**os.environ, "KAFKASNIFF_PURE_PYTHON": "1"}, "fields"))
+    stats_cmd = [ks, "stats", "--jobs", "1", *ks_ports, cap]
+    if not args.no_ceiling:
+        # both at once; the pair's time is the later one's end, and a failure of either fails
+        commands.append((PAIR, ["sh", "-c", '"$0" "$@" & p=$!; "$0" "$@" || exit 1; wait $p',
+                                *stats_cmd], None, "pair"))
     tshark = shutil.which("tshark")
     if tshark:
         commands.append(("tshark -T fields (kafka)", [
@@ -114,15 +141,36 @@ def main(argv: list[str] | None = None) -> int:
         sys.executable, "-c", "import dpkt, sys\nfor _ in dpkt.pcap.Reader(open(sys.argv[1], "
         "'rb')): pass", cap], None, ""))
     runs: dict[str, list[tuple[float, int]]] = {name: [] for name, *_ in commands}
+    # the commands measured against tshark -T fields run between two runs of it, in each
+    # round: B C1 B C2 ... Ck B. This machine's speed drifts by up to 1.6x within minutes
+    # (docs/benchmarks.md), so a command is compared with the baseline right beside it
+    fields = next((c for c in commands if c[0].startswith("tshark -T fields")), None)
+    sandwiched = [c for c in commands if c[3] in ("fields", "pair")] if fields else []
+    rest = [c for c in commands if c not in sandwiched and c is not fields]
+    # per command, per round: the mean of the baseline runs before and after it
+    beside: dict[str, list[float]] = {name: [] for name, *_ in commands}
+
+    def run(name, cmd, env) -> float:
+        shutil.rmtree(export_dir, ignore_errors=True)
+        got = measure(cmd, env=env)[:2]
+        runs[name].append(got)
+        return got[0]
+
     for _ in range(args.rounds):
-        for name, cmd, env, _base in commands:
-            shutil.rmtree(export_dir, ignore_errors=True)
-            runs[name].append(measure(cmd, env=env)[:2])
+        if sandwiched:
+            before = run(*fields[:3])
+            for name, cmd, env, _base in sandwiched:
+                run(name, cmd, env)
+                after = run(*fields[:3])
+                beside[name].append((before + after) / 2)
+                before = after
+        for name, cmd, env, _base in rest:
+            run(name, cmd, env)
     shutil.rmtree(export_dir, ignore_errors=True)
     rows = []
     for name, cmd, env, basis in commands:
         walls = sorted(w for w, _ in runs[name])
-        rows.append((name, walls[len(walls) // 2], max(k for _, k in runs[name]), basis))
+        rows.append((name, median(walls), max(k for _, k in runs[name]), basis))
     bases = {"fields": next((w for n, w, _, _ in rows if n.startswith("tshark -T fields")),
                             None),
              "json": next((w for n, w, _, _ in rows if n.startswith("tshark -T json")), None)}
@@ -133,25 +181,61 @@ def main(argv: list[str] | None = None) -> int:
                  for basis in ("fields", "json")}
     print(f"capture: {args.capture} ({size / 1e6:.0f} MB, {packets} packets, "
           f"{exchanges} exchanges); machine: {os.cpu_count()} cores; median of "
-          f"{args.rounds} alternating round(s)")
+          f"{args.rounds} alternating round(s); x tshark -T fields: against the tshark "
+          f"runs just before and after, per round")
     print(f"{'command':34s} {'seconds':>8s} {'packets/s':>10s} {'MB/s':>7s} {'exch/s':>8s} "
           f"{'peak MB':>8s} {'x tshark':>9s}")
     results = []
     for name, w, kib, basis in rows:
         base = bases.get(basis)
         ratio = base / w if base else None
-        per_round = [round(b / r, 2) for (b, _), (r, _) in zip(base_runs[basis], runs[name])] \
-            if base_runs.get(basis) else []
+        if beside.get(name):
+            per_round = [round(b / r, 2) for b, (r, _) in zip(beside[name], runs[name])]
+        elif basis in base_runs and base_runs[basis]:
+            per_round = [round(b / r, 2) for (b, _), (r, _) in zip(base_runs[basis],
+                                                                   runs[name])]
+        else:
+            per_round = []
+        if basis not in ("fields", "json"):
+            per_round = []
+        if per_round and beside.get(name):   # the median of the ratios to the runs beside
+            ratio = median(per_round)
         spread = f" [{min(per_round):.2f}-{max(per_round):.2f}]" if len(per_round) > 1 else ""
-        print(f"{name:34s} {w:8.1f} {packets / w:10.0f} {size / 1e6 / w:7.1f} "
-              f"{exchanges / w:8.0f} {kib / 1024:8.0f} "
+        n = 2 if name == PAIR else 1     # the pair decodes the capture twice
+        print(f"{name:34s} {w:8.1f} {n * packets / w:10.0f} {n * size / 1e6 / w:7.1f} "
+              f"{n * exchanges / w:8.0f} {kib / 1024:8.0f} "
               f"{'' if ratio is None else f'{ratio:6.2f} ({basis}){spread}'}")
-        results.append({"command": name, "seconds": round(w, 2), "packets_per_s": round(packets / w),
-                        "mb_per_s": round(size / 1e6 / w, 1), "exchanges_per_s": round(exchanges / w),
+        results.append({"command": name, "seconds": round(w, 2),
+                        "packets_per_s": round(n * packets / w),
+                        "mb_per_s": round(n * size / 1e6 / w, 1),
+                        "exchanges_per_s": round(n * exchanges / w),
                         "peak_rss_mb": round(kib / 1024), "baseline": basis or None,
                         "ratio_to_tshark": None if ratio is None else round(ratio, 2),
                         "round_seconds": [round(r, 2) for r, _ in runs[name]],
                         "round_ratios_to_tshark": per_round or None})
+    ceiling = None
+    if PAIR in runs and STATS1 in runs:
+        # per round: two processes' work in the pair's time, against one alone
+        # each against the baseline beside it, when there is one (the drift cancels)
+        one = [a / (beside[STATS1][i] if beside[STATS1] else 1)
+               for i, (a, _) in enumerate(runs[STATS1])]
+        two = [b / (beside[PAIR][i] if beside[PAIR] else 1)
+               for i, (b, _) in enumerate(runs[PAIR])]
+        per_round = [round(2 * a / b, 2) for a, b in zip(one, two)]
+        ceiling = {"per_round": per_round, "median": median(per_round)}
+        spread = f" [{min(per_round):.2f}-{max(per_round):.2f}]" if len(per_round) > 1 else ""
+        print(f"two-process ceiling of this machine (2 x stats --jobs 1 / two at once): "
+              f"{ceiling['median']:.2f}x{spread}")
+        for jobs in args.jobs:
+            name = f"kafkasniff stats --jobs {jobs}"
+            if jobs == 1 or name not in runs:
+                continue
+            mine = [b / (beside[name][i] if beside[name] else 1)
+                    for i, (b, _) in enumerate(runs[name])]
+            share = [round(a / b / c, 2) for a, b, c in zip(one, mine, per_round)]
+            ceiling[f"stats_jobs_{jobs}_share"] = share
+            print(f"  stats --jobs {jobs}: {median(share):.2f} of the "
+                  f"ceiling (speed-up over --jobs 1 / ceiling, per round: {share})")
     rows = [(n, w, k) for n, w, k, _ in rows]
     scaling = [{"packets": packets, "jobs": args.jobs[0], "seconds": round(rows[0][1], 1),
                 "peak_rss_mb": round(rows[0][2] / 1024)}]
@@ -171,7 +255,8 @@ def main(argv: list[str] | None = None) -> int:
     args.json_out.parent.mkdir(parents=True, exist_ok=True)
     args.json_out.write_text(json.dumps({"capture_bytes": size, "packets": packets,
                                          "exchanges": exchanges, "results": results,
-                                         "scaling": scaling}, indent=1))
+                                         "scaling": scaling, "ceiling": ceiling},
+                                        indent=1))
     return 0
 
 
