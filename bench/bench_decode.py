@@ -54,7 +54,11 @@ HERE = Path(__file__).resolve().parent
 VENV_BIN = Path(sys.executable).parent
 #: the two ``stats --jobs 1`` run at once
 PAIR = "two stats --jobs 1 at once"
-STATS1 = "kafkasniff stats --jobs 1"
+
+
+def stats_name(jobs: int) -> str:
+    """The name ``kafkasniff stats --jobs N`` is measured and printed under."""
+    return f"kafkasniff stats --jobs {jobs}"
 
 
 def median(xs: list[float]) -> float:
@@ -110,21 +114,19 @@ def main(argv: list[str] | None = None) -> int:
     cap = str(args.capture)
     export_dir = Path(tempfile.mkdtemp(prefix="kafkasniff-bench-"))
     commands: list[tuple[str, list[str], dict | None, str]] = []
+    stats_cmd = [ks, "stats", "--jobs", "1", *ks_ports, cap]
     for jobs in args.jobs:
         j = ["--jobs", str(jobs)]
         commands += [
-            (f"kafkasniff stats --jobs {jobs}", [ks, "stats", *j, *ks_ports, cap], None,
-             "fields"),
+            (stats_name(jobs), [ks, "stats", *j, *ks_ports, cap], None, "fields"),
             (f"kafkasniff read --json --jobs {jobs}", [ks, "read", "-q", "--json", *j,
                                                       *ks_ports, cap], None, "json"),
             (f"kafkasniff export --jobs {jobs}", [ks, "export", "-q", "-o",
                                                   str(export_dir / f"j{jobs}"), *j, *ks_ports,
                                                   cap], None, "fields"),
         ]
-    commands.append(("stats --jobs 1, plain Python", [ks, "stats", "--jobs", "1", *ks_ports,
-                                                      cap],
+    commands.append(("stats --jobs 1, plain Python", stats_cmd,
                      {**os.environ, "KAFKASNIFF_PURE_PYTHON": "1"}, "fields"))
-    stats_cmd = [ks, "stats", "--jobs", "1", *ks_ports, cap]
     if not args.no_ceiling:
         # both at once; the pair's time is the later one's end, and a failure of either fails
         commands.append((PAIR, ["sh", "-c", '"$0" "$@" & p=$!; "$0" "$@" || exit 1; wait $p',
@@ -167,18 +169,16 @@ def main(argv: list[str] | None = None) -> int:
         for name, cmd, env, _base in rest:
             run(name, cmd, env)
     shutil.rmtree(export_dir, ignore_errors=True)
-    rows = []
-    for name, cmd, env, basis in commands:
-        walls = sorted(w for w, _ in runs[name])
-        rows.append((name, median(walls), max(k for _, k in runs[name]), basis))
-    bases = {"fields": next((w for n, w, _, _ in rows if n.startswith("tshark -T fields")),
-                            None),
-             "json": next((w for n, w, _, _ in rows if n.startswith("tshark -T json")), None)}
-    # the same ratio within each round (both commands ran minutes apart at most): on a
-    # machine whose speed drifts, the spread of these says more than one ratio of medians
-    base_runs = {basis: next((runs[n] for n, *_ in commands
-                              if n.startswith(f"tshark -T {basis}")), None)
-                 for basis in ("fields", "json")}
+    rows = [(name, median([w for w, _ in runs[name]]), max(k for _, k in runs[name]), basis)
+            for name, _cmd, _env, basis in commands]
+    # read --json against the -T json run of the same round (one a round: it takes minutes)
+    json_runs = next((runs[n] for n, *_ in commands if n.startswith("tshark -T json")), None)
+
+    def relative(name: str) -> list[float]:
+        """The command's time in each round over the mean of the baseline runs beside it
+        (its plain time when none ran beside it, without tshark): the drift cancels."""
+        near = beside[name]
+        return [w / (near[i] if near else 1) for i, (w, _) in enumerate(runs[name])]
     print(f"capture: {args.capture} ({size / 1e6:.0f} MB, {packets} packets, "
           f"{exchanges} exchanges); machine: {os.cpu_count()} cores; median of "
           f"{args.rounds} alternating round(s); x tshark -T fields: against the tshark "
@@ -187,19 +187,14 @@ def main(argv: list[str] | None = None) -> int:
           f"{'peak MB':>8s} {'x tshark':>9s}")
     results = []
     for name, w, kib, basis in rows:
-        base = bases.get(basis)
-        ratio = base / w if base else None
-        if beside.get(name):
-            per_round = [round(b / r, 2) for b, (r, _) in zip(beside[name], runs[name])]
-        elif basis in base_runs and base_runs[basis]:
-            per_round = [round(b / r, 2) for (b, _), (r, _) in zip(base_runs[basis],
-                                                                   runs[name])]
-        else:
-            per_round = []
-        if basis not in ("fields", "json"):
-            per_round = []
-        if per_round and beside.get(name):   # the median of the ratios to the runs beside
+        ratio = None
+        per_round: list[float] = []
+        if basis == "fields" and beside[name]:   # the median of the ratios to the runs beside
+            per_round = [round(1 / r, 2) for r in relative(name)]
             ratio = median(per_round)
+        elif basis == "json" and json_runs:      # the ratio of the medians
+            ratio = median([b for b, _ in json_runs]) / w
+            per_round = [round(b / r, 2) for (b, _), (r, _) in zip(json_runs, runs[name])]
         spread = f" [{min(per_round):.2f}-{max(per_round):.2f}]" if len(per_round) > 1 else ""
         n = 2 if name == PAIR else 1     # the pair decodes the capture twice
         print(f"{name:34s} {w:8.1f} {n * packets / w:10.0f} {n * size / 1e6 / w:7.1f} "
@@ -214,25 +209,19 @@ def main(argv: list[str] | None = None) -> int:
                         "round_seconds": [round(r, 2) for r, _ in runs[name]],
                         "round_ratios_to_tshark": per_round or None})
     ceiling = None
-    if PAIR in runs and STATS1 in runs:
+    if PAIR in runs and stats_name(1) in runs:
         # per round: two processes' work in the pair's time, against one alone
-        # each against the baseline beside it, when there is one (the drift cancels)
-        one = [a / (beside[STATS1][i] if beside[STATS1] else 1)
-               for i, (a, _) in enumerate(runs[STATS1])]
-        two = [b / (beside[PAIR][i] if beside[PAIR] else 1)
-               for i, (b, _) in enumerate(runs[PAIR])]
-        per_round = [round(2 * a / b, 2) for a, b in zip(one, two)]
+        one = relative(stats_name(1))
+        per_round = [round(2 * a / b, 2) for a, b in zip(one, relative(PAIR))]
         ceiling = {"per_round": per_round, "median": median(per_round)}
         spread = f" [{min(per_round):.2f}-{max(per_round):.2f}]" if len(per_round) > 1 else ""
         print(f"two-process ceiling of this machine (2 x stats --jobs 1 / two at once): "
               f"{ceiling['median']:.2f}x{spread}")
         for jobs in args.jobs:
-            name = f"kafkasniff stats --jobs {jobs}"
-            if jobs == 1 or name not in runs:
+            if jobs == 1:
                 continue
-            mine = [b / (beside[name][i] if beside[name] else 1)
-                    for i, (b, _) in enumerate(runs[name])]
-            share = [round(a / b / c, 2) for a, b, c in zip(one, mine, per_round)]
+            share = [round(a / b / c, 2)
+                     for a, b, c in zip(one, relative(stats_name(jobs)), per_round)]
             ceiling[f"stats_jobs_{jobs}_share"] = share
             print(f"  stats --jobs {jobs}: {median(share):.2f} of the "
                   f"ceiling (speed-up over --jobs 1 / ceiling, per round: {share})")
