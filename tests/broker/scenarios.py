@@ -115,6 +115,10 @@ def go_scenario(go: GoClients, bootstrap: str, topic: str, tag: str,
     return runs
 
 
+#: Metadata answers in a row that must agree before a leadership change counts as done
+_AGREEING_READS = 5
+
+
 def _wait(cond, timeout: float, what: str) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -124,12 +128,36 @@ def _wait(cond, timeout: float, what: str) -> None:
     raise AssertionError(f"timed out waiting for {what}")
 
 
+def _wait_leader(cluster: KafkaCluster, topic: str, ok, timeout: float, what: str,
+                 retry=None) -> dict[int, int]:
+    """Partition -> leader of ``topic`` once ``ok(leader of partition 0)`` held in
+    :data:`_AGREEING_READS` Metadata answers in a row, 0.2 s apart: librdkafka asks any
+    node, and a node applies the controller's records a moment after another, so a single
+    answer can be stale. ``retry()`` runs after each answer that does not hold (asking for
+    an election again). Raises AssertionError after ``timeout`` seconds."""
+    settled: dict = {}
+
+    def agreed() -> bool:
+        for _ in range(_AGREEING_READS):
+            leaders = cluster.leaders(topic)
+            if not ok(leaders[0]):
+                if retry is not None:
+                    retry()
+                return False
+            time.sleep(0.2)
+        settled.update(leaders)
+        return True
+    _wait(agreed, timeout, what)
+    return settled
+
+
 def failover_scenario(cluster: KafkaCluster, java: JavaClients, topic: str, tag: str,
                       work: Path, events: dict) -> dict[str, ClientRun]:
     """A paced Java producer (one record every 40 ms, acks=all) on ``topic`` while the leader
     of its partition 0 is killed (SIGKILL), a new leader takes over, the node restarts and a
     preferred leader election gives it back. ``events`` gets ``before``, ``during``,
-    ``after`` (partition -> leader), ``victim`` (node id) and ``victim_port``."""
+    ``after`` (partition -> leader, each agreed by several Metadata answers in a row),
+    ``victim`` (node id) and ``victim_port``."""
     before = cluster.leaders(topic)
     victim = before[0]
     node = cluster.nodes[victim]
@@ -143,18 +171,14 @@ def failover_scenario(cluster: KafkaCluster, java: JavaClients, topic: str, tag:
     try:
         time.sleep(1.5)
         node.stop(kill=True)                       # the crash
-        _wait(lambda: cluster.leaders(topic)[0] not in (victim, -1), 30,
-              "a new leader of partition 0")
-        events["during"] = cluster.leaders(topic)
+        events["during"] = _wait_leader(cluster, topic, lambda n: n not in (victim, -1), 30,
+                                        "a new leader of partition 0")
         time.sleep(1.0)
         node.launch(format_storage=False)          # the node comes back
         node.wait_ready(time.monotonic() + 60)
-
-        def elect() -> bool:
-            cluster.elect_preferred_leaders(topic)
-            return cluster.leaders(topic)[0] == victim
-        _wait(elect, 60, "the preferred leader of partition 0 back")
-        events["after"] = cluster.leaders(topic)
+        events["after"] = _wait_leader(cluster, topic, lambda n: n == victim, 60,
+                                       "the preferred leader of partition 0 back",
+                                       retry=lambda: cluster.elect_preferred_leaders(topic))
         time.sleep(1.0)
     finally:
         stop.touch()
