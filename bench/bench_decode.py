@@ -68,6 +68,11 @@ def median(xs: list[float]) -> float:
     return xs[mid] if len(xs) % 2 else (xs[mid - 1] + xs[mid]) / 2
 
 
+def spread(ratios: list[float]) -> str:
+    """`` [min-max]`` of several per-round ratios; nothing for one."""
+    return f" [{min(ratios):.2f}-{max(ratios):.2f}]" if len(ratios) > 1 else ""
+
+
 def measure(cmd: list[str], stdout=subprocess.DEVNULL, env=None) -> tuple[float, int, str]:
     """(wall seconds, peak RSS in KiB of the largest process, stdout text if captured) of
     one command."""
@@ -195,11 +200,10 @@ def main(argv: list[str] | None = None) -> int:
         elif basis == "json" and json_runs:      # the ratio of the medians
             ratio = median([b for b, _ in json_runs]) / w
             per_round = [round(b / r, 2) for (b, _), (r, _) in zip(json_runs, runs[name])]
-        spread = f" [{min(per_round):.2f}-{max(per_round):.2f}]" if len(per_round) > 1 else ""
         n = 2 if name == PAIR else 1     # the pair decodes the capture twice
         print(f"{name:34s} {w:8.1f} {n * packets / w:10.0f} {n * size / 1e6 / w:7.1f} "
               f"{n * exchanges / w:8.0f} {kib / 1024:8.0f} "
-              f"{'' if ratio is None else f'{ratio:6.2f} ({basis}){spread}'}")
+              f"{'' if ratio is None else f'{ratio:6.2f} ({basis}){spread(per_round)}'}")
         results.append({"command": name, "seconds": round(w, 2),
                         "packets_per_s": round(n * packets / w),
                         "mb_per_s": round(n * size / 1e6 / w, 1),
@@ -214,9 +218,8 @@ def main(argv: list[str] | None = None) -> int:
         one = relative(stats_name(1))
         per_round = [round(2 * a / b, 2) for a, b in zip(one, relative(PAIR))]
         ceiling = {"per_round": per_round, "median": median(per_round)}
-        spread = f" [{min(per_round):.2f}-{max(per_round):.2f}]" if len(per_round) > 1 else ""
         print(f"two-process ceiling of this machine (2 x stats --jobs 1 / two at once): "
-              f"{ceiling['median']:.2f}x{spread}")
+              f"{ceiling['median']:.2f}x{spread(per_round)}")
         for jobs in args.jobs:
             if jobs == 1:
                 continue

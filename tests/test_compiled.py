@@ -4,6 +4,7 @@ and both give byte-identical output on every capture in ``captures/``."""
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import subprocess
@@ -14,16 +15,14 @@ from pathlib import Path
 import pytest
 
 import kafkasniff
-import kafkasniff.capture.flows  # noqa: F401 - the readers' flow hash (not the pipeline's)
-import kafkasniff.export.rows  # noqa: F401 - the export's row builders
-import kafkasniff.export.writer  # noqa: F401 - the export's sink
-import kafkasniff.groups.analysis  # noqa: F401 - the consumer-group analysis (export)
-import kafkasniff.parallel.engine  # noqa: F401 - the reader of --jobs N
-import kafkasniff.parallel.worker  # noqa: F401 - a decoder process of --jobs N
-import kafkasniff.pipeline  # noqa: F401 - imports every other module of the hot path
 from kafkasniff.capture.packet import decode_packet
 from kafkasniff.capture.pcapfile import open_capture
 from kafkasniff.capture.types import CapturedPacket, TcpSegment
+
+# every module with a compiled extension installed, imported, for this process's own
+# compiled_modules()
+for _module in kafkasniff.compiled_available():
+    importlib.import_module(_module)
 
 ROOT = Path(__file__).resolve().parent.parent
 CAPTURES = sorted(p for p in (ROOT / "captures").iterdir()
@@ -37,12 +36,9 @@ def _run(args: list[str], pure: bool) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, *args], env=env, capture_output=True, timeout=600)
 
 
-# the pipeline imports every compiled module of the hot path but the flow hash, which the
-# readers of --jobs, live and the Spark split use, the export's (rows, sink, groups) and
-# the two ends of --jobs N (the reader, a decoder)
-_REPORT = ("import json, kafkasniff, kafkasniff.pipeline, kafkasniff.capture.flows, "
-           "kafkasniff.export.rows, kafkasniff.export.writer, kafkasniff.groups.analysis, "
-           "kafkasniff.parallel.engine, kafkasniff.parallel.worker; "
+# a child process's compiled modules once it imported every module that has one installed
+_REPORT = ("import importlib, json, kafkasniff\n"
+           "for m in kafkasniff.compiled_available(): importlib.import_module(m)\n"
            "print(json.dumps([kafkasniff.compiled_available(), kafkasniff.compiled_modules()]))")
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from tests.support.client_truth import ClientRun
@@ -119,36 +120,28 @@ def go_scenario(go: GoClients, bootstrap: str, topic: str, tag: str,
 _AGREEING_READS = 5
 
 
-def _wait(cond, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if cond():
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
-def _wait_leader(cluster: KafkaCluster, topic: str, ok, timeout: float, what: str,
-                 retry=None) -> dict[int, int]:
+def _wait_leader(cluster: KafkaCluster, topic: str, ok: Callable[[int], bool],
+                 timeout: float, what: str,
+                 retry: Callable[[], None] | None = None) -> dict[int, int]:
     """Partition -> leader of ``topic`` once ``ok(leader of partition 0)`` held in
     :data:`_AGREEING_READS` Metadata answers in a row, 0.2 s apart: librdkafka asks any
     node, and a node applies the controller's records a moment after another, so a single
     answer can be stale. ``retry()`` runs after each answer that does not hold (asking for
-    an election again). Raises AssertionError after ``timeout`` seconds."""
-    settled: dict = {}
-
-    def agreed() -> bool:
-        for _ in range(_AGREEING_READS):
-            leaders = cluster.leaders(topic)
-            if not ok(leaders[0]):
-                if retry is not None:
-                    retry()
-                return False
-            time.sleep(0.2)
-        settled.update(leaders)
-        return True
-    _wait(agreed, timeout, what)
-    return settled
+    an election again). Raises AssertionError, naming ``what``, after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    agreeing = 0
+    while time.monotonic() < deadline:
+        leaders = cluster.leaders(topic)
+        if not ok(leaders[0]):
+            agreeing = 0
+            if retry is not None:
+                retry()
+        else:
+            agreeing += 1
+            if agreeing == _AGREEING_READS:
+                return leaders
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what}")
 
 
 def failover_scenario(cluster: KafkaCluster, java: JavaClients, topic: str, tag: str,
