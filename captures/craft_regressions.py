@@ -337,6 +337,140 @@ def record_count_implausible() -> bytes:
     return c.bytes()
 
 
+# =========================================================================== terminal output
+
+#: what a hostile peer puts into a name: CSI sequences (clear screen, red), OSC 0 (window
+#: title), OSC 52 (a clipboard write, base64 of "rm -rf ~"), BEL, CR, a C1 CSI (U+009B), DEL,
+#: a bidi override (U+202E) and a line feed that forges an output line of its own
+HOSTILE_TAIL = ("\x1b[2J\x1b[31m\x1b]0;pwned-title\x07\x1b]52;c;cm0gLXJmIH4=\x07\x07\r"
+                "\x9b6n\x7f\u202egnp.exe\nkafkasniff: forged line")
+
+
+def hostile(name: str) -> str:
+    """``name`` followed by :data:`HOSTILE_TAIL` (every name of the capture is different, so
+    a test can tell which output each came from)."""
+    return name + HOSTILE_TAIL
+
+
+#: the names of ``hostile_names.pcap`` (the tests read them from here)
+HOSTILE = {
+    "client_id": hostile("client"),
+    "consumer_client_id": hostile("consumer"),
+    "topic": hostile("topic"),
+    "topic2": hostile("other-topic"),
+    "header_key": hostile("header"),
+    "group_id": hostile("group"),
+    "member_id": hostile("member"),
+    "group_instance_id": hostile("instance"),
+    "assignor": hostile("assignor"),
+    "group_state": hostile("Stable"),
+    "client_host": hostile("/192.0.2.10"),
+    "coordinator_host": hostile("coordinator"),
+    "record_value": "value\r\nkafkasniff: forged record line",
+    # JSON allows DEL, C1 and format characters raw inside its strings
+    "record_json": '{"m": "json\x9b6n\x7f\u202egnp.exe\\u001b[2J"}',
+}
+#: the TLS server name (the SNI is read as ASCII: no C1 or bidi character can come of it)
+HOSTILE_SNI = b"sni\x1b[2J\x1b]0;pwned-title\x07\x1b]52;c;cm0gLXJmIH4=\x07\r\x7f\nforged.example"
+
+
+def consumer_subscription(topics: list[str]) -> bytes:
+    """ConsumerProtocolSubscription v0: version, topics, user_data null."""
+    return cc.i16(0) + cc.array([cc.string(t) for t in topics]) + cc.kbytes(None)
+
+
+def consumer_assignment(parts: list[tuple[str, list[int]]]) -> bytes:
+    """ConsumerProtocolAssignment v0: version, (topic, partitions) pairs, user_data null."""
+    return cc.i16(0) + cc.array([cc.string(t) + cc.array([cc.i32(p) for p in ps])
+                                 for t, ps in parts]) + cc.kbytes(None)
+
+
+def tls_client_hello(sni: bytes) -> bytes:
+    """A TLS 1.2/1.3 ClientHello record (one cipher suite) with ``sni`` as its server name."""
+    name = cc.i8(0) + struct.pack(">H", len(sni)) + sni
+    server_name = struct.pack(">H", len(name)) + name
+    versions = b"\x04\x03\x04\x03\x03"
+    exts = (struct.pack(">HH", 0, len(server_name)) + server_name
+            + struct.pack(">HH", 43, len(versions)) + versions)
+    body = (b"\x03\x03" + bytes(range(32)) + b"\x00" + b"\x00\x02\x13\x01" + b"\x01\x00"
+            + struct.pack(">H", len(exts)) + exts)
+    hs = b"\x01" + len(body).to_bytes(3, "big") + body
+    return b"\x16\x03\x01" + struct.pack(">H", len(hs)) + hs
+
+
+@regression("hostile_names.pcap",
+            "Names chosen by a peer carrying terminal controls (CSI, OSC 0 window title, OSC 52 "
+            "clipboard write, BEL, CR, C1 CSI, DEL, bidi override, a line feed forging a "
+            "line): client_id, topics (Metadata, Produce, Fetch, OffsetCommit), a record "
+            "header key, a consumer group (group, member and instance ids, assignor, state, "
+            "client host, coordinator host) and a TLS server name reached the terminal raw "
+            "in read, stats, groups and live lines.")
+def hostile_names() -> bytes:
+    h = HOSTILE
+    topic, topic2 = h["topic"], h["topic2"]
+    c = Conversation()
+    # a producer and a reader: Metadata, Produce, Fetch (record header key and value)
+    c.connect(50420)
+    cid = h["client_id"]
+    c.request(50420, 3, 1, 1, cc.array([cc.string(topic), cc.string(topic2)]), client_id=cid)
+    c.response(50420, 1, cc.array([cc.i32(1) + cc.string(cc.BROKER_IP) + cc.i32(9092)
+                                   + cc.string(None)]) + cc.i32(1)
+               + cc.array([cc.i16(0) + cc.string(t) + cc.boolean(False) + cc.array([
+                   cc.i16(0) + cc.i32(p) + cc.i32(1) + cc.array([cc.i32(1)])
+                   + cc.array([cc.i32(1)]) for p in range(2)]) for t in (topic, topic2)]))
+    batch, _ = cc.record_batch(0, [
+        cc.rec(0, 1_700_000_000_000, b"key", h["record_value"].encode(),
+               [(h["header_key"], b"header-value")]),
+        cc.rec(1, 1_700_000_000_000, b"json", h["record_json"].encode())])
+    c.request(50420, 0, 7, 2, cc.produce_request(7, None, 1, [(topic, [(0, batch)])]),
+              client_id=cid)
+    c.response(50420, 2, cc.produce_response(7, [(topic, [(0, 0)])]))
+    c.request(50420, 1, 11, 3, cc.fetch_request(11, [(topic, [(0, 0)])]), client_id=cid)
+    c.response(50420, 3, cc.fetch_response(11, [(topic, [
+        {"partition": 0, "high_watermark": 10, "records": batch}])]))
+    # a classic consumer group: FindCoordinator, JoinGroup, SyncGroup, Heartbeat,
+    # OffsetCommit, DescribeGroups
+    c.connect(50421)
+    cid = h["consumer_client_id"]
+    group, member, instance, assignor = (h["group_id"], h["member_id"],
+                                         h["group_instance_id"], h["assignor"])
+    subscription = consumer_subscription([topic, topic2])
+    assignment = consumer_assignment([(topic, [0]), (topic2, [0, 1])])
+    c.request(50421, 10, 2, 1, cc.string(group) + cc.i8(0), client_id=cid)
+    c.response(50421, 1, cc.i32(0) + cc.i16(0) + cc.string(None) + cc.i32(1)
+               + cc.string(h["coordinator_host"]) + cc.i32(9092))
+    c.request(50421, 11, 5, 2, cc.string(group) + cc.i32(10_000) + cc.i32(30_000)
+              + cc.string("") + cc.string(instance) + cc.string("consumer")
+              + cc.array([cc.string(assignor) + cc.kbytes(subscription)]), client_id=cid)
+    c.response(50421, 2, cc.i32(0) + cc.i16(0) + cc.i32(1) + cc.string(assignor)
+               + cc.string(member) + cc.string(member)
+               + cc.array([cc.string(member) + cc.string(instance) + cc.kbytes(subscription)]))
+    c.request(50421, 14, 3, 3, cc.string(group) + cc.i32(1) + cc.string(member)
+              + cc.string(instance) + cc.array([cc.string(member) + cc.kbytes(assignment)]),
+              client_id=cid)
+    c.response(50421, 3, cc.i32(0) + cc.i16(0) + cc.kbytes(assignment))
+    c.request(50421, 12, 3, 4, cc.string(group) + cc.i32(1) + cc.string(member)
+              + cc.string(instance), client_id=cid)
+    c.response(50421, 4, cc.i32(0) + cc.i16(0))
+    c.request(50421, 8, 7, 5, cc.string(group) + cc.i32(1) + cc.string(member)
+              + cc.string(instance) + cc.array([cc.string(topic) + cc.array([
+                  cc.i32(0) + cc.i64(1) + cc.i32(-1) + cc.string(None)])]), client_id=cid)
+    c.response(50421, 5, cc.i32(0) + cc.array([cc.string(topic)
+                                               + cc.array([cc.i32(0) + cc.i16(0)])]))
+    c.request(50421, 15, 4, 6, cc.array([cc.string(group)]) + cc.boolean(False),
+              client_id=cid)
+    c.response(50421, 6, cc.i32(0) + cc.array([
+        cc.i16(0) + cc.string(group) + cc.string(h["group_state"]) + cc.string("consumer")
+        + cc.string(assignor) + cc.array([
+            cc.string(member) + cc.string(instance) + cc.string(cid)
+            + cc.string(h["client_host"]) + cc.kbytes(subscription) + cc.kbytes(assignment)])
+        + cc.i32(-2**31)]))
+    # a TLS connection whose ClientHello names a hostile server (the tls_connection issue)
+    conn = c.connect(50422)
+    conn.send(True, tls_client_hello(HOSTILE_SNI))
+    return c.bytes()
+
+
 # =========================================================================== secrets
 
 #: every secret the SASL regression captures carry (the secret-search test reads it)
