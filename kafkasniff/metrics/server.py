@@ -2,10 +2,10 @@
 
 :class:`LiveMetrics` holds the collector's :class:`~kafkasniff.metrics.families.ExchangeMetrics`
 (decoders' deltas are merged into it with their caps applied), and serves it, with the
-capture's counters read at each scrape, on ``http://HOST:PORT/metrics`` with
-``prometheus_client``'s WSGI application: the Prometheus text format (0.0.4), or OpenMetrics
-1.0.0 when the scraper asks for it (``Accept: application/openmetrics-text``, as Prometheus
-does), gzip-compressed when asked.
+capture's counters read at each scrape, on ``http://HOST:PORT/metrics`` (only there: any
+other path is ``404 Not Found``) with ``prometheus_client``'s WSGI application: the
+Prometheus text format (0.0.4), or OpenMetrics 1.0.0 when the scraper asks for it
+(``Accept: application/openmetrics-text``, as Prometheus does), gzip-compressed when asked.
 
 The socket is bound by the constructor (so that a port in use fails before the capture
 starts) and served by a daemon thread from :meth:`LiveMetrics.serve` (called after the live
@@ -22,7 +22,7 @@ from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 from kafkasniff.metrics.families import ExchangeMetrics, MetricsCollector
 
-__all__ = ["LiveMetrics", "snapshot_runtime"]
+__all__ = ["METRICS_PATH", "LiveMetrics", "snapshot_runtime"]
 
 
 class _QuietHandler(WSGIRequestHandler):
@@ -39,13 +39,25 @@ class _Server(ThreadingMixIn, WSGIServer):
         """A client gone mid-answer: nothing to report (no traceback on stderr)."""
 
 
+#: the one path the metrics are served on (Prometheus's default ``metrics_path``)
+METRICS_PATH = "/metrics"
+_NOT_FOUND = f"404 not found: kafkasniff serves its metrics at {METRICS_PATH}\n".encode()
+
+
 def _guarded(app):
-    """``app`` answering ``400 Bad Request`` to an ``Accept`` header ``prometheus_client``
-    cannot parse (e.g. ``application/openmetrics-text; version=zz``, on which it raises
+    """``app`` on :data:`METRICS_PATH` only (``prometheus_client``'s application answers
+    every path, ``/favicon.ico`` with an empty 200): any other path is ``404 Not Found``
+    with a one-line pointer. The query string is the application's (``?name[]=``).
+    And ``400 Bad Request`` to an ``Accept`` header ``prometheus_client`` cannot parse
+    (e.g. ``application/openmetrics-text; version=zz``, on which it raises
     ``TypeError``/``ValueError``, answers 500 and prints a traceback on stderr)."""
     from prometheus_client.exposition import choose_encoder
 
     def wsgi(environ, start_response):
+        if environ.get("PATH_INFO") != METRICS_PATH:
+            start_response("404 Not Found", [("Content-Type", "text/plain; charset=utf-8"),
+                                             ("Content-Length", str(len(_NOT_FOUND)))])
+            return [_NOT_FOUND]
         try:
             choose_encoder(environ.get("HTTP_ACCEPT"))
         except (TypeError, ValueError) as e:
@@ -106,7 +118,7 @@ class LiveMetrics:
     def url(self) -> str:
         """``http://HOST:PORT/metrics``."""
         host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"http://{host}:{self.port}/metrics"
+        return f"http://{host}:{self.port}{METRICS_PATH}"
 
     def settings(self) -> dict:
         """What decoders need to count the same way (``LiveConfig.metrics``)."""

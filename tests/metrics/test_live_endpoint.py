@@ -149,3 +149,33 @@ def test_bad_accept_header_is_a_400_not_a_traceback(capfd):
     finally:
         m.close()
     assert "Traceback" not in capfd.readouterr().err
+
+
+@pytest.mark.parametrize("path", ["/", "/foo", "/metrics/", "/metricsx", "/favicon.ico",
+                                  "/metrics/../x", "/METRICS"])
+def test_only_metrics_path_is_served(path):
+    """The metrics are at ``/metrics`` only (Prometheus's default ``metrics_path``): every
+    other path is ``404 Not Found`` with a one-line pointer, over a real HTTP request (the
+    endpoint answered the whole exposition on any path); ``/metrics`` with a query string
+    still answers."""
+    import http.client
+
+    from kafkasniff.metrics.server import LiveMetrics
+
+    m = LiveMetrics("127.0.0.1", 0)
+    m.runtime = lambda: {"packets_decoded": 1}
+    m.serve()
+    try:
+        conn = http.client.HTTPConnection("127.0.0.1", m.port, timeout=10)
+        conn.request("GET", path, headers={"Accept": OPENMETRICS})
+        r = conn.getresponse()
+        body = r.read().decode()
+        conn.close()
+        assert r.status == 404, (path, r.status, body[:200])
+        assert r.getheader("Content-Type", "").startswith("text/plain")
+        assert "kafkasniff_" not in body and "/metrics" in body
+        assert body.count("\n") == 1
+        _, text = scrape(m.url + "?x=1")
+        assert sum_by(parse_openmetrics(text), "kafkasniff_packets_decoded_total") == 1
+    finally:
+        m.close()
