@@ -57,8 +57,13 @@ class Conversation:
         return conn
 
     def request(self, port: int, api_key: int, version: int, corr: int, body: bytes, *,
-                client_id: str | None = "regression", header_version: int = 1) -> None:
-        payload = cc.request_header(api_key, version, corr, client_id, header_version) + body
+                client_id: str | bytes | None = "regression", header_version: int = 1) -> None:
+        if isinstance(client_id, bytes):    # sent as they are (not UTF-8, perhaps)
+            header = (cc.i16(api_key) + cc.i16(version) + cc.i32(corr) + cc.i16(len(client_id))
+                      + client_id + (cc.tagged() if header_version >= 2 else b""))
+        else:
+            header = cc.request_header(api_key, version, corr, client_id, header_version)
+        payload = header + body
         self.conns[port].send(True, cc.size_prefixed(payload))
 
     def response(self, port: int, corr: int, body: bytes, *, header_version: int = 0) -> None:
@@ -374,14 +379,19 @@ HOSTILE = {
 HOSTILE_SNI = b"sni\x1b[2J\x1b]0;pwned-title\x07\x1b]52;c;cm0gLXJmIH4=\x07\r\x7f\nforged.example"
 
 
-def consumer_subscription(topics: list[str]) -> bytes:
+def kstring(v: str | bytes | None) -> bytes:
+    """A Kafka ``string``: ``str`` as UTF-8; ``bytes`` as they are (not UTF-8, perhaps)."""
+    return cc.i16(len(v)) + v if isinstance(v, bytes) else cc.string(v)
+
+
+def consumer_subscription(topics: list[str | bytes]) -> bytes:
     """ConsumerProtocolSubscription v0: version, topics, user_data null."""
-    return cc.i16(0) + cc.array([cc.string(t) for t in topics]) + cc.kbytes(None)
+    return cc.i16(0) + cc.array([kstring(t) for t in topics]) + cc.kbytes(None)
 
 
-def consumer_assignment(parts: list[tuple[str, list[int]]]) -> bytes:
+def consumer_assignment(parts: list[tuple[str | bytes, list[int]]]) -> bytes:
     """ConsumerProtocolAssignment v0: version, (topic, partitions) pairs, user_data null."""
-    return cc.i16(0) + cc.array([cc.string(t) + cc.array([cc.i32(p) for p in ps])
+    return cc.i16(0) + cc.array([kstring(t) + cc.array([cc.i32(p) for p in ps])
                                  for t, ps in parts]) + cc.kbytes(None)
 
 
@@ -406,28 +416,45 @@ def tls_client_hello(sni: bytes) -> bytes:
             "client host, coordinator host) and a TLS server name reached the terminal raw "
             "in read, stats, groups and live lines.")
 def hostile_names() -> bytes:
-    h = HOSTILE
+    return hostile_names_capture(HOSTILE, HOSTILE_SNI)
+
+
+def hostile_names_capture(names: dict[str, str | bytes], sni: bytes) -> bytes:
+    """The capture of ``hostile_names.pcap`` with other names: ``names`` has the keys of
+    :data:`HOSTILE` (Kafka strings may be ``bytes``, sent as they are; ``header_key``,
+    ``record_value`` and ``record_json`` are ``str``), ``sni`` the TLS server name. The
+    property test of the text outputs builds it with random names."""
+    h = names
+    s = kstring
     topic, topic2 = h["topic"], h["topic2"]
     c = Conversation()
     # a producer and a reader: Metadata, Produce, Fetch (record header key and value)
     c.connect(50420)
     cid = h["client_id"]
-    c.request(50420, 3, 1, 1, cc.array([cc.string(topic), cc.string(topic2)]), client_id=cid)
+    c.request(50420, 3, 1, 1, cc.array([s(topic), s(topic2)]), client_id=cid)
     c.response(50420, 1, cc.array([cc.i32(1) + cc.string(cc.BROKER_IP) + cc.i32(9092)
                                    + cc.string(None)]) + cc.i32(1)
-               + cc.array([cc.i16(0) + cc.string(t) + cc.boolean(False) + cc.array([
+               + cc.array([cc.i16(0) + s(t) + cc.boolean(False) + cc.array([
                    cc.i16(0) + cc.i32(p) + cc.i32(1) + cc.array([cc.i32(1)])
                    + cc.array([cc.i32(1)]) for p in range(2)]) for t in (topic, topic2)]))
     batch, _ = cc.record_batch(0, [
         cc.rec(0, 1_700_000_000_000, b"key", h["record_value"].encode(),
                [(h["header_key"], b"header-value")]),
         cc.rec(1, 1_700_000_000_000, b"json", h["record_json"].encode())])
-    c.request(50420, 0, 7, 2, cc.produce_request(7, None, 1, [(topic, [(0, batch)])]),
+    # Produce v7 (acks=1), Fetch v11: cc.produce_request / fetch_request's layouts, the topic
+    # a Kafka string that may be bytes
+    c.request(50420, 0, 7, 2, cc.string(None) + cc.i16(1) + cc.i32(30000)
+              + cc.array([s(topic) + cc.array([cc.i32(0) + cc.kbytes(batch)])]),
               client_id=cid)
-    c.response(50420, 2, cc.produce_response(7, [(topic, [(0, 0)])]))
-    c.request(50420, 1, 11, 3, cc.fetch_request(11, [(topic, [(0, 0)])]), client_id=cid)
-    c.response(50420, 3, cc.fetch_response(11, [(topic, [
-        {"partition": 0, "high_watermark": 10, "records": batch}])]))
+    c.response(50420, 2, cc.array([s(topic) + cc.array([
+        cc.i32(0) + cc.i16(0) + cc.i64(0) + cc.i64(-1) + cc.i64(0)])]) + cc.i32(0))
+    c.request(50420, 1, 11, 3, cc.i32(-1) + cc.i32(500) + cc.i32(1) + cc.i32(52428800)
+              + cc.i8(0) + cc.i32(0) + cc.i32(-1) + cc.array([s(topic) + cc.array([
+                  cc.i32(0) + cc.i32(-1) + cc.i64(0) + cc.i64(-1) + cc.i32(1048576)])])
+              + cc.array([]) + cc.string(""), client_id=cid)
+    c.response(50420, 3, cc.i32(0) + cc.i16(0) + cc.i32(0) + cc.array([s(topic) + cc.array([
+        cc.i32(0) + cc.i16(0) + cc.i64(10) + cc.i64(10) + cc.i64(0) + cc.array(None)
+        + cc.i32(-1) + cc.kbytes(batch)])]))
     # a classic consumer group: FindCoordinator, JoinGroup, SyncGroup, Heartbeat,
     # OffsetCommit, DescribeGroups
     c.connect(50421)
@@ -436,38 +463,38 @@ def hostile_names() -> bytes:
                                          h["group_instance_id"], h["assignor"])
     subscription = consumer_subscription([topic, topic2])
     assignment = consumer_assignment([(topic, [0]), (topic2, [0, 1])])
-    c.request(50421, 10, 2, 1, cc.string(group) + cc.i8(0), client_id=cid)
+    c.request(50421, 10, 2, 1, s(group) + cc.i8(0), client_id=cid)
     c.response(50421, 1, cc.i32(0) + cc.i16(0) + cc.string(None) + cc.i32(1)
-               + cc.string(h["coordinator_host"]) + cc.i32(9092))
-    c.request(50421, 11, 5, 2, cc.string(group) + cc.i32(10_000) + cc.i32(30_000)
-              + cc.string("") + cc.string(instance) + cc.string("consumer")
-              + cc.array([cc.string(assignor) + cc.kbytes(subscription)]), client_id=cid)
-    c.response(50421, 2, cc.i32(0) + cc.i16(0) + cc.i32(1) + cc.string(assignor)
-               + cc.string(member) + cc.string(member)
-               + cc.array([cc.string(member) + cc.string(instance) + cc.kbytes(subscription)]))
-    c.request(50421, 14, 3, 3, cc.string(group) + cc.i32(1) + cc.string(member)
-              + cc.string(instance) + cc.array([cc.string(member) + cc.kbytes(assignment)]),
+               + s(h["coordinator_host"]) + cc.i32(9092))
+    c.request(50421, 11, 5, 2, s(group) + cc.i32(10_000) + cc.i32(30_000)
+              + cc.string("") + s(instance) + cc.string("consumer")
+              + cc.array([s(assignor) + cc.kbytes(subscription)]), client_id=cid)
+    c.response(50421, 2, cc.i32(0) + cc.i16(0) + cc.i32(1) + s(assignor)
+               + s(member) + s(member)
+               + cc.array([s(member) + s(instance) + cc.kbytes(subscription)]))
+    c.request(50421, 14, 3, 3, s(group) + cc.i32(1) + s(member)
+              + s(instance) + cc.array([s(member) + cc.kbytes(assignment)]),
               client_id=cid)
     c.response(50421, 3, cc.i32(0) + cc.i16(0) + cc.kbytes(assignment))
-    c.request(50421, 12, 3, 4, cc.string(group) + cc.i32(1) + cc.string(member)
-              + cc.string(instance), client_id=cid)
+    c.request(50421, 12, 3, 4, s(group) + cc.i32(1) + s(member)
+              + s(instance), client_id=cid)
     c.response(50421, 4, cc.i32(0) + cc.i16(0))
-    c.request(50421, 8, 7, 5, cc.string(group) + cc.i32(1) + cc.string(member)
-              + cc.string(instance) + cc.array([cc.string(topic) + cc.array([
+    c.request(50421, 8, 7, 5, s(group) + cc.i32(1) + s(member)
+              + s(instance) + cc.array([s(topic) + cc.array([
                   cc.i32(0) + cc.i64(1) + cc.i32(-1) + cc.string(None)])]), client_id=cid)
-    c.response(50421, 5, cc.i32(0) + cc.array([cc.string(topic)
+    c.response(50421, 5, cc.i32(0) + cc.array([s(topic)
                                                + cc.array([cc.i32(0) + cc.i16(0)])]))
-    c.request(50421, 15, 4, 6, cc.array([cc.string(group)]) + cc.boolean(False),
+    c.request(50421, 15, 4, 6, cc.array([s(group)]) + cc.boolean(False),
               client_id=cid)
     c.response(50421, 6, cc.i32(0) + cc.array([
-        cc.i16(0) + cc.string(group) + cc.string(h["group_state"]) + cc.string("consumer")
-        + cc.string(assignor) + cc.array([
-            cc.string(member) + cc.string(instance) + cc.string(cid)
-            + cc.string(h["client_host"]) + cc.kbytes(subscription) + cc.kbytes(assignment)])
+        cc.i16(0) + s(group) + s(h["group_state"]) + cc.string("consumer")
+        + s(assignor) + cc.array([
+            s(member) + s(instance) + s(cid)
+            + s(h["client_host"]) + cc.kbytes(subscription) + cc.kbytes(assignment)])
         + cc.i32(-2**31)]))
     # a TLS connection whose ClientHello names a hostile server (the tls_connection issue)
     conn = c.connect(50422)
-    conn.send(True, tls_client_hello(HOSTILE_SNI))
+    conn.send(True, tls_client_hello(sni))
     return c.bytes()
 
 
