@@ -63,3 +63,14 @@ def _escaped_small(text: str) -> str:
 def escape_optional(text: str | None, none: str = "-") -> str:
     """:func:`escape_text` of ``text``, or ``none`` when it is None (a null name)."""
     return none if text is None else escape_text(text)
+
+
+def plural(n: int, word: str, words: str | None = None, *, grouped: bool = False) -> str:
+    """``"N word"`` for one, ``"N words"`` otherwise: ``plural(1, "exchange")`` is
+    ``"1 exchange"``, ``plural(2, "Kafka connection")`` ``"2 Kafka connections"``.
+    ``words``: the plural when it is not ``word + "s"`` (``plural(n, "analysis",
+    "analyses")``); ``grouped``: thousands separated (``"12,345 exchanges"``, the TUI's
+    counters). The count of every summary line (``read``, ``live``, ``stats``, the TUI's
+    status line) is written with it. Shape: ``(int, str) -> str``."""
+    count = f"{n:,}" if grouped else str(n)
+    return f"{count} {word if n == 1 else (words or word + 's')}"

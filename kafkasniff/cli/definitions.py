@@ -6,6 +6,7 @@ import click
 
 from kafkasniff.cli.inputs import fail
 from kafkasniff.errors import KafkaSniffError
+from kafkasniff.text import plural
 
 
 @click.group("definitions")
@@ -53,7 +54,7 @@ def definitions_generate(specs, dropped, errors_file, manifest_file, output, api
             written += write_decoders(Definitions(output, prebuilt=False), Path(decoders_dir))
     except KafkaSniffError as exc:
         fail(str(exc))
-    click.echo(f"wrote {len(written)} files to {output}")
+    click.echo(f"wrote {plural(len(written), 'file')} to {output}")
 
 
 @definitions_group.command("list")

@@ -129,10 +129,12 @@ def decode_command(inputs, read_files, ports, detect, max_frame_bytes, definitio
     except OSError as exc:
         fail(f"{output}: {exc.strerror or exc}")
     if not quiet:
+        from kafkasniff.text import plural
+
         split = sum(1 for n in res.shards.values() if n > 1)
         click.echo("spark decode: " + ", ".join(f"{t} {n}" for t, n in res.rows.items())
-                   + f" rows -> {res.out_dir} ({fmt}); {len(res.captures)} capture(s), "
-                   f"{split} split, {res.tasks} task(s), {res.seconds:.1f} s"
+                   + f" rows -> {res.out_dir} ({fmt}); {plural(len(res.captures), 'capture')}, "
+                   f"{split} split, {plural(res.tasks, 'task')}, {res.seconds:.1f} s"
                    + ("" if no_verify else ", counts verified"), err=True)
 
 

@@ -562,12 +562,13 @@ def drain_line(snap, prev, reason: str, since_s: float, done: int, workers: int)
 def summary_line(snap, shown: int | None, source: str) -> str:
     """The final summary (like ``read``'s, with the capture counters and drops)."""
     from kafkasniff.output.render import summary_parts
+    from kafkasniff.text import plural
 
     parts = summary_parts(snap.exchanges, snap.issues, snap.decoded,
                           snap.stats.get("skipped", {}), snap.kafka_connections,
-                          snap.other_connections, shown, packets_label="packets decoded",
+                          snap.other_connections, shown, packets_suffix="decoded",
                           ledger=snap.stats.get("bytes"))
-    cap = f"captured {snap.captured} packets from {source} in {snap.elapsed_s:.1f}s"
+    cap = f"captured {plural(snap.captured, 'packet')} from {source} in {snap.elapsed_s:.1f}s"
     if snap.kernel_received is not None:
         cap += f" (kernel: {snap.kernel_received} received, {snap.kernel_drops} dropped)"
     else:
@@ -575,5 +576,5 @@ def summary_line(snap, shown: int | None, source: str) -> str:
     parts.append(cap)
     parts.append(f"queue drops {snap.queue_drops}")
     if snap.written:
-        parts.append(f"{snap.written} packets written")
+        parts.append(f"{plural(snap.written, 'packet')} written")
     return "summary: " + "; ".join(parts)

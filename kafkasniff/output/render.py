@@ -426,22 +426,27 @@ def bytes_part(ledger: dict) -> str:
 
 def summary_parts(exchanges: dict, issues: dict, packets: int, skipped: dict,
                   kafka_connections: int, other_connections: int, shown: int | None = None,
-                  packets_label: str = "packets", ledger: dict | None = None) -> list[str]:
+                  packets_suffix: str = "", ledger: dict | None = None) -> list[str]:
     """The parts of the final ``summary:`` line of ``read`` and ``live`` (exchanges by
     status, issues by kind, packets and skipped ones by reason, most frequent first;
     connections; every captured byte, decoded or skipped by reason, when ``ledger`` is
-    given), each a short text; ``shown`` when filters showed fewer exchanges."""
-    counts = _counts
+    given), each a short text with its count (``1 exchange``, ``2 exchanges``);
+    ``shown`` when filters showed fewer exchanges; ``packets_suffix`` follows the packet
+    count (``"decoded"``: ``12 packets decoded``)."""
+    from kafkasniff.text import plural
 
+    counts = _counts
     total = sum(exchanges.values())
-    parts = [f"{total} exchanges" + (f" ({shown} shown)" if shown is not None and shown != total
-                                     else "") + (f" ({counts(exchanges)})" if exchanges else "")]
-    parts.append(f"{sum(issues.values())} issues" + (f" ({counts(issues)})" if issues else ""))
-    parts.append(f"{packets} {packets_label}" +
+    parts = [plural(total, "exchange") +
+             (f" ({shown} shown)" if shown is not None and shown != total else "") +
+             (f" ({counts(exchanges)})" if exchanges else "")]
+    parts.append(plural(sum(issues.values()), "issue") +
+                 (f" ({counts(issues)})" if issues else ""))
+    parts.append(plural(packets, "packet") + (f" {packets_suffix}" if packets_suffix else "") +
                  (f" (skipped: {counts(skipped)})" if skipped else ""))
-    parts.append(f"{kafka_connections} Kafka connections")
+    parts.append(plural(kafka_connections, "Kafka connection"))
     if other_connections:
-        parts.append(f"{other_connections} other TCP connections")
+        parts.append(plural(other_connections, "other TCP connection"))
     if ledger:
         parts.append(bytes_part(ledger))
     return parts

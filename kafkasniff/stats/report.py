@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from kafkasniff.output.render import bytes_part
 from kafkasniff.stats.aggregate import RELATIVE_ACCURACY
+from kafkasniff.text import plural
 
 
 def _ms(ns) -> str:
@@ -91,16 +92,17 @@ def render_report(report: dict, pipeline_stats: dict | None = None, top: int = 2
             issue_rows.append([f"exchanges {s}", str(statuses[s])])
     parts.append(render_table("Issues and counters", ["what", "count"], issue_rows))
     t = report["total"]
-    summary = (f"{t['count']} exchanges, {t['error_exchanges']} with errors, "
+    summary = (f"{plural(t['count'], 'exchange')}, {t['error_exchanges']} with errors, "
                f"p50 {_ms(t['latency_p50_ns'])} ms, p99 {_ms(t['latency_p99_ns'])} ms, "
                f"max {_ms(t['latency_max_ns'])} ms"
-               + (f" ({t['long_polls']} long-polls apart, p50 {_ms(t['long_poll_p50_ns'])} ms)"
+               + (f" ({plural(t['long_polls'], 'long-poll')} apart, "
+                  f"p50 {_ms(t['long_poll_p50_ns'])} ms)"
                   if t["long_polls"] else "")
                + f", {t['throttled']} throttled "
                f"(latency quantiles within {RELATIVE_ACCURACY:.0%} relative error, DDSketch)")
     if pipeline_stats:
-        summary += (f"; {pipeline_stats['packets']} packets, "
-                    f"{pipeline_stats['kafka_connections']} Kafka connections")
+        summary += (f"; {plural(pipeline_stats['packets'], 'packet')}, "
+                    f"{plural(pipeline_stats['kafka_connections'], 'Kafka connection')}")
         if pipeline_stats.get("bytes"):
             summary += "; " + bytes_part(pipeline_stats["bytes"])
     parts.append(summary + "\n")

@@ -253,12 +253,14 @@ class KafkaSniffApp(App):
             frac = p.fraction
             prog.append(bar(frac, 12))
             prog.append(f" {frac * 100:.0f}% loading " if frac is not None else " loading ")
-        exchanges = Text(f"  {len(self.store):,} exchanges")
-        packets = Text(f"  {fmt_count(p.packets)} packets")
+        from kafkasniff.text import plural
+
+        exchanges = Text("  " + plural(len(self.store), "exchange", grouped=True))
+        packets = Text(f"  {fmt_count(p.packets)} packet{'' if p.packets == 1 else 's'}")
         tail = Text()
         n_iss = len(self.store.issues) + self.store.issues_dropped
         if n_iss:
-            tail.append(f"  {n_iss:,} issues", style="yellow")
+            tail.append("  " + plural(n_iss, "issue", grouped=True), style="yellow")
         if p.error:
             tail.append(f"  error: {p.error}", style="bold red")
         title = self.source.title or ""
