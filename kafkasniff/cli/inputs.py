@@ -112,6 +112,52 @@ def input_options(func):
     return func
 
 
+#: the filter options' names, as errors name them
+_FILTER_LABELS = {"client": "--client", "topic": "--topic",
+                  "min_latency": "--min-latency"}
+
+
+def filter_options(func):
+    """Decorate a command with the exchange filter options of ``read`` and ``live`` (the
+    language of :mod:`kafkasniff.output.filters`, the TUI's filter dialog's too); the
+    command passes their values to :func:`parse_filter_options`."""
+    opts = [
+        click.option("--api", multiple=True, metavar="NAMES",
+                     help="Only these APIs: names (any case) or api_keys, comma separated "
+                          "and repeatable (--api Produce,Fetch).  An unknown name is an "
+                          "error."),
+        click.option("--client", default=None,
+                     help="Only this client: a pattern over the client_id or the client's "
+                          "ip:port (any case; plain text: substring, with * ? [ ]: glob, "
+                          "=text: exact)."),
+        click.option("--topic", default=None,
+                     help="Only exchanges touching this topic (a pattern, as --client)."),
+        click.option("--errors-only", is_flag=True,
+                     help="Only exchanges with a Kafka error code."),
+        click.option("--min-latency", default=None, metavar="MS",
+                     help="Only exchanges at least this slow (milliseconds, e.g. 12.5)."),
+    ]
+    for o in reversed(opts):
+        func = o(func)
+    return func
+
+
+def parse_filter_options(api, client, topic, errors_only, min_latency, definitions=None):
+    """The :class:`~kafkasniff.output.filters.Filter` of :func:`filter_options`' values
+    (API names of the ``--definitions`` directory); a criterion that could match nothing
+    (an unknown API, an invalid pattern, a latency that is not a number) fails with one line
+    naming the valid choices (exit 2)."""
+    from kafkasniff.errors import KafkaSniffError
+    from kafkasniff.output.filters import known_api_names, parse_filter
+
+    try:
+        return parse_filter(apis=api, client=client, topic=topic, errors_only=errors_only,
+                            min_latency=min_latency, api_names=known_api_names(definitions),
+                            labels=_FILTER_LABELS)
+    except KafkaSniffError as exc:       # FilterError; DefinitionError: no index to name APIs
+        fail(str(exc))
+
+
 def parse_inputs(files, read_files, ports, detect, max_frame_bytes, definitions,
                  max_uncompressed_bytes=64 * 1024 * 1024, wire_format="auto",
                  show_secrets=False) -> InputOptions:

@@ -15,7 +15,13 @@ import time
 
 import click
 
-from kafkasniff.cli.inputs import budget_option, fail, tls_keylog_option
+from kafkasniff.cli.inputs import (
+    budget_option,
+    fail,
+    filter_options,
+    parse_filter_options,
+    tls_keylog_option,
+)
 from kafkasniff.errors import KafkaSniffError
 
 DEFAULT_BUFFER_MB = 64
@@ -67,12 +73,7 @@ def _tui_available() -> bool:
               help="Decode and show every record, not only batch summaries.")
 @click.option("--value-bytes", type=click.IntRange(0), default=256, show_default=True,
               help="Bytes of each record key/value shown (0: everything).")
-@click.option("--api", multiple=True, help="Only these APIs (name or key, repeatable).")
-@click.option("--client", default=None, help="Only this client_id (glob pattern).")
-@click.option("--topic", default=None, help="Only exchanges touching this topic (glob).")
-@click.option("--errors-only", is_flag=True, help="Only exchanges with a Kafka error code.")
-@click.option("--min-latency", type=float, default=None, metavar="MS",
-              help="Only exchanges at least this slow (milliseconds).")
+@filter_options
 @click.option("--no-issues", is_flag=True, help="Do not print standalone issues.")
 @click.option("--color/--no-color", default=None, help="Colour errors (default: on a terminal).")
 @click.option("-w", "--write", "write_path", default=None, type=click.Path(dir_okay=False),
@@ -154,6 +155,8 @@ def live_command(iface, read_file, bpf, ports, detect, max_frame_bytes, definiti
     if read_file and bpf:
         fail("-f applies to live interfaces; filter the stream where it is made "
               "(tcpdump ... 'filter' | kafkasniff live -r -)")
+    # the one filter language (read's, the TUI's): checked before anything is captured
+    keep = parse_filter_options(api, client, topic, errors_only, min_latency, definitions)
 
     export_factory = None
     if export_dir is not None:
@@ -203,8 +206,8 @@ def live_command(iface, read_file, bpf, ports, detect, max_frame_bytes, definiti
                      if "kafkasniff.tls_keylog" in meta else {})},
         output=output, color=color, with_records=with_records, value_bytes=value_bytes,
         show_issues=not no_issues,
-        filters={"api": api, "client": client, "topic": topic, "errors_only": errors_only,
-                 "min_latency": min_latency},
+        filters={"api": keep.apis, "client": keep.client, "topic": keep.topic,
+                 "errors_only": keep.errors_only, "min_latency": keep.min_latency_ms},
         tui=use_tui, write=write_cfg, export=export_factory)
 
     # ------------------------------------------------------------------ source

@@ -10,13 +10,14 @@ import click
 from kafkasniff.cli.inputs import (
     Progress,
     fail,
+    filter_options,
     input_options,
     jobs_option,
+    parse_filter_options,
     parse_inputs,
     resolve_jobs,
 )
 from kafkasniff.errors import KafkaSniffError
-from kafkasniff.output.filters import Filter
 
 
 def summary_line(stats, shown: int | None = None) -> str:
@@ -33,15 +34,7 @@ def summary_line(stats, shown: int | None = None) -> str:
 @input_options
 @click.option("--json", "as_json", is_flag=True, help="JSON Lines: one object per exchange "
               "(and per standalone issue), see docs/json.md.")
-@click.option("--api", multiple=True, help="Only these APIs (name or key, repeatable).")
-@click.option("--client", default=None,
-              help="Only this client: a pattern over the client_id or the client's ip:port "
-                   "(any case; plain text: substring, with * ? [ ]: glob, =text: exact).")
-@click.option("--topic", default=None,
-              help="Only exchanges touching this topic (a pattern, as --client).")
-@click.option("--errors-only", is_flag=True, help="Only exchanges with a Kafka error code.")
-@click.option("--min-latency", type=float, default=None, metavar="MS",
-              help="Only exchanges at least this slow (milliseconds).")
+@filter_options
 @click.option("-c", "--count", type=click.IntRange(1), default=None,
               help="Stop after this many exchanges.")
 @click.option("--no-issues", is_flag=True, help="Do not print standalone issues.")
@@ -70,8 +63,8 @@ def read_command(files, read_files, ports, detect, max_frame_bytes, definitions,
 
     inp = parse_inputs(files, read_files, ports, detect, max_frame_bytes, definitions,
                        max_uncompressed_bytes, wire_format, show_secrets)
-    keep = Filter(apis=api, client=client or "", topic=topic or "", errors_only=errors_only,
-                  min_latency_ms=min_latency).predicate()
+    keep = parse_filter_options(api, client, topic, errors_only, min_latency,
+                                definitions).predicate()
     show_issues = not no_issues and keep is None
     if color is None:
         color = sys.stdout.isatty()

@@ -11,14 +11,26 @@ case-insensitively:
 ``apis`` are API names (any case) or api_key numbers; ``client`` matches the client_id or the
 client's ``ip:port``; ``broker`` the broker's ``ip:port``; ``topic`` any topic of the
 exchange. Every criterion set must hold.
+
+What a user types (``read``'s and ``live``'s options, the TUI's filter dialog) is read by the
+same functions, :func:`parse_filter` and the ``parse_*`` / :func:`check_pattern` it is made
+of: API lists are comma separated (``Produce,Fetch``, repeatable on the command line); a
+criterion that could match nothing (an unknown API name, a glob with a ``[`` never closed, a
+minimum latency that is not a number of milliseconds) raises :class:`FilterError` naming the
+valid choices, instead of a filter that silently shows nothing.
 """
 
 from __future__ import annotations
 
+import difflib
 import fnmatch
+import math
+import re
 from dataclasses import dataclass
-from typing import Callable
+from functools import lru_cache
+from typing import Callable, Iterable
 
+from kafkasniff.errors import KafkaSniffError
 from kafkasniff.model import Exchange, ExchangeStatus
 
 #: exchange statuses a filter can select, in display order
@@ -47,6 +59,161 @@ def api_names_and_keys(apis: tuple[str, ...]) -> tuple[set[str], set[int]]:
         except ValueError:
             pass
     return {a.lower() for a in apis}, keys
+
+
+class FilterError(KafkaSniffError):
+    """A filter criterion as typed cannot be used (it could match nothing): an unknown API
+    name, an invalid pattern, a minimum latency that is not a number. The message names the
+    criterion and the valid choices."""
+
+
+def split_list(values: str | Iterable[str] | None) -> tuple[str, ...]:
+    """The items of comma lists: one text (``"Produce, Fetch"``) or several
+    (``("Produce", "Fetch,3")``, a repeated option), stripped, empty ones left out."""
+    if values is None:
+        return ()
+    if isinstance(values, str):
+        values = (values,)
+    return tuple(item.strip() for v in values for item in v.split(",") if item.strip())
+
+
+#: API names outside the definitions that exchanges carry: raw SASL tokens (KIP-43), a
+#: response whose API could not be told
+EXTRA_API_NAMES = ("SaslToken", "Unknown")
+#: ``Unknown(99)`` (an api_key the definitions do not name), ``UNKNOWN(9) (0.7)``
+_UNKNOWN_NAME = re.compile(r"unknown\(-?\d+\)( \(0\.7\))?", re.IGNORECASE)
+
+
+@lru_cache(maxsize=8)
+def known_api_names(definitions_dir: str | None = None) -> tuple[str, ...]:
+    """Every API name an exchange can carry: the definitions' (default: the installed ones,
+    in api_key order), :data:`EXTRA_API_NAMES`, and Kafka 0.7's request types
+    (``FETCH (0.7)``)."""
+    from kafkasniff.protocol.legacy07 import REQUEST_TYPES
+    from kafkasniff.protocol.schema import Definitions
+
+    defs = Definitions(definitions_dir)
+    names = [info.name for _, info in sorted(defs.apis.items())]
+    return (*names, *EXTRA_API_NAMES, *(f"{n} (0.7)" for n in REQUEST_TYPES.values()),
+            "Unknown (0.7)")
+
+
+def parse_apis(values: str | Iterable[str] | None,
+               names: Iterable[str] | None = None) -> tuple[str, ...]:
+    """The ``apis`` criterion of comma lists (:func:`split_list`): each item an API name of
+    ``names`` (default :func:`known_api_names`; any case) or an api_key number.
+
+    Raises:
+        FilterError: an item is neither, e.g. ``unknown API 'Prodce' (did you mean Produce?
+            valid: Produce, Fetch, ..., or an api_key number)``.
+    """
+    items = split_list(values)
+    if not items:
+        return ()
+    known = tuple(names) if names is not None else known_api_names()
+    by_lower = {n.lower(): n for n in known}
+    for item in items:
+        if item.lower() in by_lower or _UNKNOWN_NAME.fullmatch(item):
+            continue
+        try:
+            int(item)
+            continue
+        except ValueError:
+            pass
+        close = difflib.get_close_matches(item.lower(), list(by_lower), n=1, cutoff=0.6)
+        hint = f"did you mean {by_lower[close[0]]}? " if close else ""
+        raise FilterError(f"unknown API {item!r} ({hint}valid: {', '.join(known)}, "
+                          f"or an api_key number)")
+    return items
+
+
+def _unclosed_bracket(pattern: str) -> bool:
+    """A ``[`` that :mod:`fnmatch` would take as a literal character because no ``]`` closes
+    it (the user meant a set, and the pattern would match nothing they meant)."""
+    i, n = 0, len(pattern)
+    while i < n:
+        if pattern[i] == "[":
+            j = i + 1
+            if j < n and pattern[j] == "!":
+                j += 1
+            if j < n and pattern[j] == "]":
+                j += 1
+            while j < n and pattern[j] != "]":
+                j += 1
+            if j >= n:
+                return True
+            i = j
+        i += 1
+    return False
+
+
+def check_pattern(pattern: str, what: str = "pattern") -> str:
+    """``pattern`` (see the module docstring) when it is valid; ``what`` names the criterion
+    in the error (``--client``, ``client``).
+
+    Raises:
+        FilterError: a glob whose ``[`` is never closed (``[abc``).
+    """
+    if pattern and not pattern.startswith("=") and _unclosed_bracket(pattern):
+        raise FilterError(f"{what}: invalid pattern {pattern!r}: a '[' without its ']' "
+                          f"(a set is [abc]; a literal '[' is [[]; =text matches exactly)")
+    return pattern
+
+
+def parse_min_latency(text: str | float | None,
+                      what: str = "minimum latency") -> float | None:
+    """A minimum latency in milliseconds (a finite number >= 0; ``None`` for an empty text:
+    no minimum).
+
+    Raises:
+        FilterError: anything else (``12.5-``, ``-1``, ``nan``).
+    """
+    if text is None:
+        return None
+    if isinstance(text, (int, float)):
+        value, shown = float(text), text
+    else:
+        shown = text.strip()
+        if not shown:
+            return None
+        try:
+            value = float(shown)
+        except ValueError:
+            value = math.nan
+    if not math.isfinite(value) or value < 0:
+        raise FilterError(f"{what}: not a minimum latency in milliseconds: {shown!r} "
+                          f"(a number >= 0, e.g. 12.5)")
+    return value
+
+
+#: how the criteria are named in errors (the TUI's dialog); the command line passes its own
+#: option names
+LABELS = {"client": "client", "broker": "broker", "topic": "topic",
+          "min_latency": "minimum latency"}
+
+
+def parse_filter(*, apis: str | Iterable[str] | None = (), client: str | None = "",
+                 broker: str | None = "", topic: str | None = "", status: str = "",
+                 errors_only: bool = False, issues_only: bool = False,
+                 min_latency: str | float | None = None, long_poll: bool | None = None,
+                 api_names: Iterable[str] | None = None,
+                 labels: dict[str, str] | None = None) -> "Filter":
+    """A :class:`Filter` of criteria as typed (options, dialog fields): API comma lists
+    (:func:`parse_apis`, names of ``api_names``), patterns (:func:`check_pattern`, stripped),
+    a minimum latency (:func:`parse_min_latency`); ``labels`` names the criteria in errors
+    (default :data:`LABELS`).
+
+    Raises:
+        FilterError: a criterion that could match nothing (its message says which and why).
+    """
+    lab = {**LABELS, **(labels or {})}
+    return Filter(apis=parse_apis(apis, api_names),
+                  client=check_pattern((client or "").strip(), lab["client"]),
+                  broker=check_pattern((broker or "").strip(), lab["broker"]),
+                  topic=check_pattern((topic or "").strip(), lab["topic"]),
+                  status=status, errors_only=errors_only, issues_only=issues_only,
+                  min_latency_ms=parse_min_latency(min_latency, lab["min_latency"]),
+                  long_poll=long_poll)
 
 
 @dataclass(frozen=True)

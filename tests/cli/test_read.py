@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 
 import pytest
+from click.testing import CliRunner
 
+from kafkasniff.cli import main
 from tests.cli.common import ERR, JSON_KEYS, PC, run
 from tests.conftest import CAPTURES, decode_capture
 
@@ -88,3 +90,35 @@ def test_a_capture_not_read_to_its_end_says_so_and_fails_under_strict(tmp_path):
     assert run("read", "-q", "--strict", str(path)).exit_code == 1
     assert run("stats", "--strict", str(path)).exit_code == 1
     assert run("stats", str(path)).exit_code == 0
+
+
+# ------------------------------------------------------------------ filters: one grammar (issue 45, item 12)
+
+def test_read_api_comma_list():
+    """``--api Produce,Fetch``: the TUI's comma lists, also on the command line."""
+    res = run("read", "-q", "--json", "--api", "Produce,Fetch", PC)
+    assert res.exit_code == 0
+    names = {json.loads(ln)["api_name"] for ln in res.output.splitlines()}
+    assert names == {"Produce", "Fetch"}
+
+
+@pytest.mark.parametrize("command", ["read", "live"])
+@pytest.mark.parametrize("args, message", [
+    (["--api", "Prodce"], "kafkasniff: error: unknown API 'Prodce' (did you mean Produce? "
+                          "valid: "),
+    (["--api", "Produce,Fetchh"], "kafkasniff: error: unknown API 'Fetchh' (did you mean "
+                                  "Fetch? valid: "),
+    (["--client", "[abc"], "kafkasniff: error: --client: invalid pattern '[abc'"),
+    (["--topic", "ks-[0-9"], "kafkasniff: error: --topic: invalid pattern 'ks-[0-9'"),
+    (["--min-latency", "12.5-"], "kafkasniff: error: --min-latency: not a minimum latency "
+                                 "in milliseconds: '12.5-'"),
+])
+def test_filter_that_can_match_nothing_is_an_error(command, args, message):
+    """An unknown API name, an invalid glob or a latency that is not a number: one line on
+    stderr with the valid choices, exit 2 (before any capture is read)."""
+    extra = ["--no-tui", "-r"] if command == "live" else []
+    res = CliRunner().invoke(main, [command, *args, *extra, str(PC)])
+    assert res.exit_code == 2, res.output
+    lines = res.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(message), res.stderr
+    assert res.stdout == ""

@@ -222,3 +222,81 @@ def test_long_poll_tri_state():
     assert Filter(long_poll=True).active and Filter(long_poll=False).active
     assert Filter(long_poll=True).describe() == "long-polls"
     assert Filter(long_poll=False).describe() == "no-long-polls"
+
+
+# --------------------------------------------------------------------------- parsing (issue 45, item 12)
+# One grammar for ``read``/``live`` options and the TUI's filter dialog: a criterion that can
+# match nothing (an unknown API name, an invalid glob, a latency that is not a number) is an
+# error naming the valid choices, never a filter that silently shows nothing.
+
+from kafkasniff.output.filters import (  # noqa: E402
+    FilterError,
+    check_pattern,
+    known_api_names,
+    parse_apis,
+    parse_filter,
+    parse_min_latency,
+)
+
+
+@pytest.mark.parametrize("values, apis", [
+    (("Produce",), ("Produce",)),
+    (("Produce,Fetch",), ("Produce", "Fetch")),             # a comma list
+    ((" produce , FETCH ",), ("produce", "FETCH")),         # any case, spaces around
+    (("Produce", "Fetch,3"), ("Produce", "Fetch", "3")),    # repeated and comma lists
+    ("Produce,Fetch", ("Produce", "Fetch")),                # one text (the TUI's input)
+    (("0", "-2"), ("0", "-2")),                             # api_keys, pseudo keys too
+    (("SaslToken", "FETCH (0.7)", "Unknown(99)"), ("SaslToken", "FETCH (0.7)", "Unknown(99)")),
+    ((), ()), ("", ()), ((",",), ()),
+])
+def test_parse_apis(values, apis):
+    assert parse_apis(values) == apis
+
+
+def test_parse_apis_unknown_name_says_the_valid_ones():
+    with pytest.raises(FilterError) as e:
+        parse_apis(("Produce", "Prodce"))
+    msg = str(e.value)
+    assert msg.startswith("unknown API 'Prodce' (did you mean Produce? valid: ")
+    assert "Fetch" in msg and "SaslAuthenticate" in msg and "api_key" in msg
+    with pytest.raises(FilterError, match=r"^unknown API 'xyzzy' \(valid: "):
+        parse_apis("xyzzy")
+
+
+def test_known_api_names():
+    names = known_api_names()
+    assert {"Produce", "Fetch", "ElectLeaders", "SaslToken"} <= set(names)
+
+
+@pytest.mark.parametrize("pattern", ["", "ks", "ks-*", "[abc]", "ks-[!0-9]", "[]]", "=[abc",
+                                     "a]b", "[[]x"])
+def test_check_pattern_valid(pattern):
+    assert check_pattern(pattern) == pattern
+
+
+@pytest.mark.parametrize("pattern", ["[abc", "ks-[0-9", "x[", "[!"])
+def test_check_pattern_invalid(pattern):
+    with pytest.raises(FilterError, match=r"invalid pattern .*'\['"):
+        check_pattern(pattern, "--client")
+
+
+@pytest.mark.parametrize("text, ms", [("", None), ("  ", None), (None, None), ("12.5", 12.5),
+                                      ("0", 0.0), (" 30 ", 30.0), (7, 7.0), (2.5, 2.5)])
+def test_parse_min_latency(text, ms):
+    assert parse_min_latency(text) == ms
+
+
+@pytest.mark.parametrize("text", ["12.5-", "abc", "-1", "nan", "inf", "1e400"])
+def test_parse_min_latency_invalid(text):
+    with pytest.raises(FilterError, match="minimum latency"):
+        parse_min_latency(text)
+
+
+def test_parse_filter():
+    f = parse_filter(apis="Produce,1", client="ks-*", topic="=orders", min_latency="2.5",
+                     errors_only=True)
+    assert f == Filter(apis=("Produce", "1"), client="ks-*", topic="=orders",
+                       min_latency_ms=2.5, errors_only=True)
+    assert parse_filter() == Filter()
+    with pytest.raises(FilterError, match="topic"):
+        parse_filter(topic="[x")
