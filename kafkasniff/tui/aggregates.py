@@ -165,9 +165,9 @@ class _Timeline:
     def add(self, ts: int, error: bool, latency: int | None) -> None:
         if not self.counts:
             self.start = ts - ts % self.width
+        elif ts < self.start:
+            self._extend_back(ts)       # an earlier time (files given out of time order)
         i = (ts - self.start) // self.width
-        if i < 0:
-            i = 0
         while i >= TIMELINE_BUCKETS:
             self._halve()
             i = (ts - self.start) // self.width
@@ -183,6 +183,20 @@ class _Timeline:
             if sk is None:
                 sk = self.sketches[i] = new_sketch()
             sk.add(latency)
+
+    def _extend_back(self, ts: int) -> None:
+        """Start the timeline at the bucket of ``ts`` (before :attr:`start`): empty buckets
+        put in front, merged in pairs first while there would be too many."""
+        while True:
+            start = ts - ts % self.width
+            k = (self.start - start) // self.width
+            if len(self.counts) + k <= TIMELINE_BUCKETS:
+                self.counts[:0] = [0] * k
+                self.errors[:0] = [0] * k
+                self.sketches[:0] = [None] * k
+                self.start = start
+                return
+            self._halve()
 
     def _halve(self) -> None:
         old_start, old_w = self.start, self.width
@@ -461,6 +475,10 @@ class Aggregates:
 
         def visit(tag, key, v, struct, node, topic, topic_id, partition, path):
             if v:
+                if partition is None:
+                    # ElectLeaders answers name it PartitionId, which the walker's partition
+                    # context (partition_index, index, partition) does not know
+                    partition = struct.get("partition_id")
                 if topic is None and topic_id:
                     topic = resolve(topic_id)
                 if topic is not None:

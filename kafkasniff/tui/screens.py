@@ -29,10 +29,17 @@ from textual.widgets import (
 from textual.widgets.option_list import Option
 
 from kafkasniff.content.sasl import Redacted
-from kafkasniff.output.filters import STATUSES, Filter
+from kafkasniff.output.filters import (
+    STATUSES,
+    Filter,
+    FilterError,
+    known_api_names,
+    parse_filter,
+)
 from kafkasniff.output.render import batch_to_dict, records_summary_line
 from kafkasniff.output.values import describe_bytes, short
 from kafkasniff.protocol.primitives import RawRecords
+from kafkasniff.text import escape_text
 from kafkasniff.tui.detail import Detail, parent_path
 from kafkasniff.tui.models import (
     api_label,
@@ -561,7 +568,10 @@ class HelpScreen(Dialog):
 # ------------------------------------------------------------------------------------ filter
 
 class FilterScreen(Dialog):
-    """Edit the exchanges filter."""
+    """Edit the exchanges filter, in the one filter language of ``read`` and ``live``
+    (:func:`kafkasniff.output.filters.parse_filter`): a field that could match nothing (an
+    unknown API, a ``[`` never closed, a latency that is not a number) keeps the dialog open
+    with the reason below the fields."""
 
     BINDINGS = [Binding("escape", "cancel", "Cancel")]
 
@@ -573,37 +583,50 @@ class FilterScreen(Dialog):
     FilterScreen Input { width: 100%; }
     FilterScreen Horizontal { height: auto; margin-top: 1; }
     FilterScreen Button { margin-right: 1; }
+    FilterScreen #f-error { color: $error; height: auto; margin-top: 1; }
     """
 
-    def __init__(self, current: Filter, apis: list[str]) -> None:
+    def __init__(self, current: Filter, apis: list[str], definitions_dir: str | None = None
+                 ) -> None:
         super().__init__()
         self.current = current
         self.apis = apis
+        self.definitions_dir = definitions_dir
+        # what a text field shows (names off the wire escaped, escape_text) -> the value
+        # it stands for, kept when the field is left as it was
+        self._raw: dict[str, tuple[str, str]] = {}
+
+    def _field(self, key: str, value: str, **kwargs) -> Input:
+        shown = escape_text(value)
+        self._raw[key] = (shown, value)
+        return Input(shown, id=key, **kwargs)
 
     def compose(self) -> ComposeResult:
         f = self.current
+        seen = ", ".join(escape_text(a) for a in self.apis[:12])
         with VerticalScroll():
-            yield Label(f"API (names or keys, comma separated; seen: "
-                        f"{', '.join(self.apis[:12])}{'…' if len(self.apis) > 12 else ''})")
-            yield Input(",".join(f.apis), id="f-api", placeholder="Produce,Fetch")
-            yield Label("Client (client_id or client ip:port; glob or substring)")
-            yield Input(f.client, id="f-client")
-            yield Label("Broker (ip:port; glob or substring)")
-            yield Input(f.broker, id="f-broker")
-            yield Label("Topic (glob or substring)")
-            yield Input(f.topic, id="f-topic")
+            yield Label(Text(f"API (names or keys, comma separated; seen: {seen}"
+                             f"{'…' if len(self.apis) > 12 else ''})"))
+            yield self._field("f-api", ",".join(f.apis), placeholder="Produce,Fetch")
+            yield Label("Client (client_id or client ip:port; glob or substring, =exact)")
+            yield self._field("f-client", f.client)
+            yield Label("Broker (ip:port; glob or substring, =exact)")
+            yield self._field("f-broker", f.broker)
+            yield Label("Topic (glob or substring, =exact)")
+            yield self._field("f-topic", f.topic)
             yield Label("Status")
             yield Select([(s, s) for s in STATUSES], value=f.status or Select.NULL,
                          id="f-status", allow_blank=True, prompt="any")
             yield Label("Minimum latency (ms)")
             yield Input("" if f.min_latency_ms is None else f"{f.min_latency_ms:g}",
-                        id="f-latency", type="number")
+                        id="f-latency", placeholder="12.5")
             yield Checkbox("Errors only (a Kafka error code)", f.errors_only, id="f-errors")
             yield Checkbox("Issues only (a decode issue)", f.issues_only, id="f-issues")
             yield Label("Long-polls (exchanges the broker held by design: an idle Fetch ...)")
             yield Select([("only long-polls", "only"), ("no long-polls", "none")],
                          value={True: "only", False: "none"}.get(f.long_poll, Select.NULL),
                          id="f-long-poll", allow_blank=True, prompt="any")
+            yield Static("", id="f-error")
             with Horizontal():
                 yield Button("Apply", variant="primary", id="f-apply")
                 yield Button("Clear", id="f-clear")
@@ -613,29 +636,40 @@ class FilterScreen(Dialog):
         self.query_one("#f-api", Input).focus()
 
     def _collect(self) -> Filter:
-        def val(i: str) -> str:
-            return self.query_one(i, Input).value.strip()
-        apis = tuple(a.strip() for a in val("#f-api").split(",") if a.strip())
-        lat = val("#f-latency")
+        """The filter of the fields.
+
+        Raises:
+            FilterError: a field that could match nothing."""
+        def val(key: str) -> str:
+            text = self.query_one(f"#{key}", Input).value
+            shown, raw = self._raw.get(key, (None, None))
+            return raw if text == shown else text
         status = self.query_one("#f-status", Select).value
-        try:
-            min_lat = float(lat) if lat else None
-        except ValueError:
-            min_lat = None
         lp = self.query_one("#f-long-poll", Select).value
-        return Filter(apis, val("#f-client"), val("#f-broker"), val("#f-topic"),
-                      status if isinstance(status, str) else "",
-                      self.query_one("#f-errors", Checkbox).value,
-                      self.query_one("#f-issues", Checkbox).value, min_lat,
-                      {"only": True, "none": False}.get(lp) if isinstance(lp, str) else None)
+        return parse_filter(
+            apis=val("f-api"), client=val("f-client"), broker=val("f-broker"),
+            topic=val("f-topic"), status=status if isinstance(status, str) else "",
+            errors_only=self.query_one("#f-errors", Checkbox).value,
+            issues_only=self.query_one("#f-issues", Checkbox).value,
+            min_latency=val("f-latency"),
+            long_poll={"only": True, "none": False}.get(lp) if isinstance(lp, str) else None,
+            api_names=(*known_api_names(self.definitions_dir), *self.apis))
+
+    def _apply_fields(self) -> None:
+        try:
+            f = self._collect()
+        except FilterError as exc:
+            self.query_one("#f-error", Static).update(Text(escape_text(str(exc))))
+            return
+        self.dismiss(f)
 
     @on(Input.Submitted)
     def _submitted(self) -> None:
-        self.dismiss(self._collect())
+        self._apply_fields()
 
     @on(Button.Pressed, "#f-apply")
     def _apply(self) -> None:
-        self.dismiss(self._collect())
+        self._apply_fields()
 
     @on(Button.Pressed, "#f-clear")
     def _clear(self) -> None:

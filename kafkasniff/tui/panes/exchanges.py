@@ -221,7 +221,9 @@ class ExchangesPane(Vertical):
             if f is not None:
                 self.set_filter(f)
             self.table.focus()
-        self.app.push_screen(FilterScreen(self.filter, apis), done)
+        options = getattr(self.app.source, "options", None)
+        self.app.push_screen(FilterScreen(self.filter, apis,
+                                          getattr(options, "definitions_dir", None)), done)
 
     def action_toggle_errors(self) -> None:
         self.set_filter(replace(self.filter, errors_only=not self.filter.errors_only))
@@ -400,7 +402,9 @@ class ExchangesPane(Vertical):
 
     @on(VirtualTable.Selected, "#ex-table")
     def _open(self, event: VirtualTable.Selected) -> None:
-        if len(self.view):
+        # a second Enter typed before the first one's detail is shown selects again: the
+        # detail is on top by then, and the second one is ignored (docs/tui.md)
+        if len(self.view) and self.app.screen is self.screen:
             self.app.push_screen(DetailScreen(self.app, self.view, event.index))
 
     def follow_detail(self, row: int) -> None:

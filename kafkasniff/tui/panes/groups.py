@@ -108,6 +108,8 @@ class GroupsPane(Vertical):
     @on(VirtualTable.Selected, "#groups-table")
     def _selected(self, event: VirtualTable.Selected) -> None:
         m = event.table.model
+        if self.app.screen is not self.screen:      # Enter twice quickly: one group screen
+            return
         if isinstance(m, RowsModel) and 0 <= event.index < len(m):
             self.app.push_screen(GroupScreen(m.rows[event.index]))
 
