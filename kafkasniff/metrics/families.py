@@ -14,20 +14,34 @@ decoder (or a ``stats --jobs N`` decoder) counts into its own instance and hands
 (nanoseconds, milliseconds, bytes) and scaled to base units only when exposed, so sums are
 exact whatever the merge order.
 
-Cardinality caps (:class:`LabelCap`): the ``client_id``, ``broker`` and ``topic`` labels keep
-at most ``max_values`` distinct values each; later values become :data:`OTHER` and each
-exchange (for ``topic``: each exchange-topic pair) so folded is counted in
-``kafkasniff_metrics_capped_total{label}``. The empty value (no client_id, no single
-topic) is never capped.
+Every label value a peer can choose is bounded, and each value folded is counted in
+``kafkasniff_metrics_capped_total{label}``:
 
-This module imports only :mod:`kafkasniff.model`; ``prometheus_client`` is imported by
-:func:`metric_families`, :class:`MetricsCollector` and :func:`openmetrics_text` when called.
+* cardinality caps (:class:`LabelCap`): the ``client_id``, ``broker`` and ``topic`` labels
+  keep at most ``max_values`` distinct values each; later values become :data:`OTHER`
+  (counted per exchange; for ``topic`` per exchange-topic pair). The empty value (no
+  client_id, no single topic) is never capped.
+* what the definitions know (:class:`KnownValues`): an ``api_name`` whose api_key the
+  definitions do not have becomes :data:`UNKNOWN_API`, an ``api_version`` outside its
+  api_key's versions in the definitions becomes :data:`OTHER` (both counted per exchange;
+  ``-1``, no version, is kept), an ``error_name`` the definitions do not name (an
+  ``UNKNOWN_ERROR_CODE_<n>``) becomes :data:`UNKNOWN_ERROR` (counted per exchange-error
+  pair). These depend on the exchange alone, so decoders fold them before they send deltas.
+
+The other labels are fixed sets: ``status`` (:class:`~kafkasniff.model.ExchangeStatus`),
+``rule`` (the long-poll rules), ``kind`` (:class:`~kafkasniff.issues.IssueKind`), ``reason``,
+``label`` and the OpenTelemetry operation names.
+
+This module imports :mod:`kafkasniff.model` and, for :class:`KnownValues`, the definitions
+(:mod:`kafkasniff.protocol.schema`) and Kafka 0.7's names; ``prometheus_client`` is imported
+by :func:`metric_families`, :class:`MetricsCollector` and :func:`openmetrics_text` when called.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_left
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Callable
 
 from kafkasniff.model import Exchange, ExchangeStatus
@@ -37,8 +51,11 @@ __all__ = [
     "FAMILIES",
     "OTEL_OPERATIONS",
     "OTHER",
+    "UNKNOWN_API",
+    "UNKNOWN_ERROR",
     "ExchangeMetrics",
     "Family",
+    "KnownValues",
     "LabelCap",
     "MetricsCollector",
     "metric_families",
@@ -46,8 +63,15 @@ __all__ = [
     "server_address_port",
 ]
 
-#: the label value that stands for every value beyond a cap
+#: the label value that stands for every value beyond a cap, and for every ``api_version``
+#: outside the definitions' versions of its api_key
 OTHER = "__other__"
+#: the ``api_name`` of exchanges without a Kafka api_key (orphans not inferred, raw SASL
+#: tokens) and of every api_key the definitions do not have (``Unknown(<key>)`` in ``read``)
+UNKNOWN_API = "Unknown"
+#: the ``error_name`` (and OpenTelemetry ``error_type``) of every error code the definitions
+#: do not name (``UNKNOWN_ERROR_CODE_<n>`` in ``read`` and ``stats``)
+UNKNOWN_ERROR = "UNKNOWN_ERROR_CODE"
 #: distinct values kept per capped label (``client_id``, ``broker``, ``topic``) by default
 DEFAULT_MAX_VALUES = 100
 #: a decoder's own cap is this many times the collector's (bounded memory in decoders; the
@@ -181,8 +205,10 @@ TOPIC_EXCHANGES = Family(
     topics=True)
 CAPPED = Family(
     "kafkasniff_metrics_capped", "counter",
-    "Exchanges (for topic: exchange-topic pairs) whose label value was replaced by "
-    "__other__ because the label had reached its cap of distinct values.", ("label",))
+    "Exchanges (for topic: exchange-topic pairs; for error_name: exchange-error pairs) whose "
+    "label value was folded: client_id, broker, topic beyond their cap of distinct values "
+    "(into __other__); api_name, api_version, error_name the definitions do not know (into "
+    "Unknown, __other__, UNKNOWN_ERROR_CODE).", ("label",))
 
 #: the families :class:`ExchangeMetrics` counts, in exposition order
 FAMILIES: tuple[Family, ...] = (DURATION, LONG_POLL, OTEL, EXCHANGES, ERRORS, THROTTLE,
@@ -190,9 +216,45 @@ FAMILIES: tuple[Family, ...] = (DURATION, LONG_POLL, OTEL, EXCHANGES, ERRORS, TH
                                 TOPIC_EXCHANGES, CAPPED)
 _BY_NAME = {f.name: f for f in FAMILIES}
 _PAIRED = ExchangeStatus.PAIRED
-#: label strings built once, not per exchange (``status`` and ``api_version`` labels)
+#: ``status`` label strings built once, not per exchange (``api_version`` ones: KnownValues)
 _STATUS_STR = {s: str(s) for s in ExchangeStatus}
-_VERSION_STR = {v: str(v) for v in range(256)}
+
+
+class KnownValues:
+    """The label values the definitions know, for the labels a peer chooses: API names
+    (the definitions' and Kafka 0.7's request types), ``api_version`` labels per api_key
+    (every version of its ``valid_versions``), error names (the definitions' ``errors.json``
+    and Kafka 0.7's).
+
+    Args:
+        definitions: the definitions directory (``--definitions``); ``None``: the bundled
+            ones.
+
+    Raises:
+        kafkasniff.errors.DefinitionError: the directory holds no readable definitions.
+    """
+
+    __slots__ = ("api_names", "versions", "errors")
+
+    def __init__(self, definitions: str | None = None) -> None:
+        from kafkasniff.protocol.legacy07 import ERRORS_07, REQUEST_TYPES
+        from kafkasniff.protocol.schema import load_definitions
+
+        defs = load_definitions(definitions)
+        self.api_names = frozenset({a.name for a in defs.apis.values()}
+                                   | {f"{n} (0.7)" for n in REQUEST_TYPES.values()}
+                                   | {UNKNOWN_API})
+        #: (api_key, api_version) -> the label; -1 (no version) is always kept
+        self.versions = {(k, v): str(v) for k, a in defs.apis.items()
+                         for v in range(a.min_version, a.max_version + 1)}
+        self.errors = frozenset({e.name for e in defs.errors.values()}
+                                | set(ERRORS_07.values()))
+
+
+@lru_cache(maxsize=4)
+def known_values(definitions: str | None = None) -> KnownValues:
+    """:class:`KnownValues` of a definitions directory, built once per process."""
+    return KnownValues(definitions)
 
 
 class LabelCap:
@@ -231,25 +293,36 @@ class ExchangeMetrics:
         decoder: a decoder's instance (live, ``stats --jobs``): caps at
             ``max_values * DECODER_CAP_FACTOR`` only, to bound its memory; the collector's
             instance applies ``max_values`` when it :meth:`merge`\\ s the deltas.
+        definitions: the definitions directory the exchanges were decoded with (what
+            ``api_name``, ``api_version`` and ``error_name`` values are known,
+            :class:`KnownValues`); ``None``: the bundled ones.
 
     Raises:
         ValueError: ``max_values`` < 1.
     """
 
     def __init__(self, topics: bool = False, max_values: int = DEFAULT_MAX_VALUES,
-                 decoder: bool = False) -> None:
+                 decoder: bool = False, definitions: str | None = None) -> None:
         if max_values < 1:
             raise ValueError(f"max_values must be at least 1, not {max_values}")
         self.topics = topics
         self.max_values = max_values
+        self.definitions = definitions
         n = max_values * DECODER_CAP_FACTOR if decoder else max_values
         self.caps = {"client_id": LabelCap(n), "broker": LabelCap(n), "topic": LabelCap(n)}
+        known = known_values(definitions)
+        self._api_names = known.api_names
+        self._versions = known.versions
+        self._errors = known.errors
         self.data: dict[str, dict[tuple, Any]] = {f.name: {} for f in FAMILIES}
 
     def settings(self) -> dict:
         """Keyword arguments that build an instance counting the same way (for decoders:
         add ``decoder=True``)."""
-        return {"topics": self.topics, "max_values": self.max_values}
+        out: dict = {"topics": self.topics, "max_values": self.max_values}
+        if self.definitions is not None:
+            out["definitions"] = self.definitions
+        return out
 
     # ----------------------------------------------------------------- counting
     def _cap(self, name: str, value: str) -> str:
@@ -257,6 +330,22 @@ class ExchangeMetrics:
         if out != value and value != OTHER:
             self._count(CAPPED, (name,), 1)
         return out
+
+    def _version(self, ex: Exchange) -> str:
+        """The ``api_version`` label of an exchange whose (api_key, api_version) the
+        definitions do not have: ``-1`` (no version) as is, any other :data:`OTHER`,
+        counted."""
+        if ex.api_version == -1:
+            return "-1"
+        self._count(CAPPED, ("api_version",), 1)
+        return OTHER
+
+    def _error(self, name: str) -> str:
+        """``name`` if the definitions name it, else :data:`UNKNOWN_ERROR`, counted."""
+        if name in self._errors:
+            return name
+        self._count(CAPPED, ("error_name",), 1)
+        return UNKNOWN_ERROR
 
     def _count(self, fam: Family, labels: tuple, value: int) -> None:
         d = self.data[fam.name]
@@ -280,24 +369,29 @@ class ExchangeMetrics:
         """
         data = self.data
         caps = self.caps
-        api = ex.api_name if ex.api_key >= 0 else "Unknown"
+        api = ex.api_name if ex.api_key >= 0 else UNKNOWN_API
+        if api not in self._api_names:
+            self._count(CAPPED, ("api_name",), 1)
+            api = UNKNOWN_API
         client = ex.client_id or ""
         if client and client not in caps["client_id"].kept:
             client = self._cap("client_id", client)
         broker = ex.broker
         if broker not in caps["broker"].kept:
             broker = self._cap("broker", broker)
-        version = _VERSION_STR.get(ex.api_version) or str(ex.api_version)
+        version = self._versions.get((ex.api_key, ex.api_version)) or self._version(ex)
         base = (api, version, client, broker)
         d = data[_EXCHANGES]
         status = ex.status
         k = (api, version, client, broker, _STATUS_STR.get(status) or str(status))
         d[k] = d.get(k, 0) + 1
         short = (api, client, broker)
-        if ex.errors:
+        errors = ex.errors
+        if errors:
             d = data[_ERRORS]
-            for e in ex.errors:
-                k = short + (e,)
+            known = self._errors
+            for e in errors:
+                k = short + (e if e in known else self._error(e),)
                 d[k] = d.get(k, 0) + 1
         t = ex.throttle_time_ms
         if t is not None and t > 0:
@@ -330,7 +424,9 @@ class ExchangeMetrics:
         op = OTEL_OPERATIONS.get(api)
         if op is not None:
             dest = topics[0] if len(topics) == 1 else ""
-            err = ex.errors[0] if ex.errors else ""
+            err = errors[0] if errors else ""
+            if err and err not in self._errors:
+                err = UNKNOWN_ERROR         # counted once above, in the errors family
             self._observe(OTEL, _OTEL_B, (op[0], op[1], err, client, broker, dest), lat)
 
     # ----------------------------------------------------------------- merging
