@@ -13,6 +13,7 @@ from kafkasniff.cli.inputs import (
     fail,
     input_options,
     jobs_option,
+    output_dir,
     parse_inputs,
     resolve_jobs,
 )
@@ -56,10 +57,9 @@ def table_options(func):
 
 @click.command("export")
 @input_options
-@click.option("-o", "--output", "output", required=True,
-              type=click.Path(file_okay=False, writable=True),
+@click.option("-o", "--output", "output", required=True, metavar="DIR",
               help="Output directory: one sub-directory per table (exchanges, partitions, "
-                   "records, issues, connections, topic_ids).")
+                   "records, issues, connections, topic_ids); made when missing.")
 @table_options
 @click.option("--capture-name", default=None,
               help="Value of the capture column (default: each input file's name).")
@@ -83,6 +83,7 @@ def export_command(files, read_files, ports, detect, max_frame_bytes, definition
     arrow_without_pandas_in_own_process()   # no process of this command holds pandas objects
     inp = parse_inputs(files, read_files, ports, detect, max_frame_bytes, definitions,
                   max_uncompressed_bytes, wire_format, show_secrets)
+    output_dir(output, "--output")          # before anything is decoded
     progress = Progress(enabled=not quiet)
     jobs = resolve_jobs(jobs, inp.sources)
     run = export_captures

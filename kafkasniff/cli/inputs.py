@@ -1,5 +1,6 @@
 """What every command that reads captures shares: the input options (tshark-like), the
-progress bar, and the one-line error exit."""
+progress bar, the checks of output paths made before any work starts, and the one-line
+error exit."""
 
 from __future__ import annotations
 
@@ -251,3 +252,39 @@ def fail(message: str) -> NoReturn:
     """Print ``kafkasniff: error: MESSAGE`` on stderr and exit 2 (usage or unreadable input)."""
     click.echo(f"kafkasniff: error: {message}", err=True)
     sys.exit(2)
+
+
+def output_dir(path: str, option: str) -> str:
+    """The directory of an output option (``export -o``, ``live --export``, ``spark decode
+    -o``, ``tui --save-dir``), made ready before any capture or decoding starts: created with
+    its parents when missing. Fails with one line, ``kafkasniff: error: OPTION PATH: why``
+    (exit 2), when it cannot be made (a file in the way, no permission, a read-only file
+    system) or cannot be written. Returns ``path``."""
+    try:
+        os.makedirs(path, exist_ok=True)
+    except FileExistsError:
+        fail(f"{option} {path}: not a directory")
+    except OSError as exc:
+        fail(f"{option} {path}: {(exc.strerror or str(exc)).lower()}")
+    if not os.path.isdir(path):
+        fail(f"{option} {path}: not a directory")
+    if not os.access(path, os.W_OK | os.X_OK):
+        fail(f"{option} {path}: permission denied")
+    return path
+
+
+def output_file(path: str, option: str) -> str:
+    """The file of an output option (``live -w``, ``stats --openmetrics``), checked before
+    any capture or decoding starts (not created here): not a directory, in an existing
+    directory that can be written, and writable when it exists. Fails with one line,
+    ``kafkasniff: error: OPTION PATH: why`` (exit 2). Returns ``path``."""
+    if os.path.isdir(path):
+        fail(f"{option} {path}: is a directory")
+    parent = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(parent):
+        why = "not a directory" if os.path.exists(parent) else "no such directory"
+        fail(f"{option} {path}: {why}: {parent}")
+    if not os.access(parent, os.W_OK | os.X_OK) or (os.path.exists(path)
+                                                    and not os.access(path, os.W_OK)):
+        fail(f"{option} {path}: permission denied")
+    return path

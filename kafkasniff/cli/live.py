@@ -19,6 +19,8 @@ from kafkasniff.cli.inputs import (
     budget_option,
     fail,
     filter_options,
+    output_dir,
+    output_file,
     parse_filter_options,
     tls_keylog_option,
 )
@@ -76,14 +78,14 @@ def _tui_available() -> bool:
 @filter_options
 @click.option("--no-issues", is_flag=True, help="Do not print standalone issues.")
 @click.option("--color/--no-color", default=None, help="Colour errors (default: on a terminal).")
-@click.option("-w", "--write", "write_path", default=None, type=click.Path(dir_okay=False),
+@click.option("-w", "--write", "write_path", default=None, metavar="FILE",
               help="Also write every captured packet to this pcapng file.")
 @click.option("--ring", "ring_files", type=click.IntRange(1), default=None, metavar="N",
               help="With --write: keep only the last N files.")
 @click.option("--ring-size", type=click.FloatRange(0.001), default=None, metavar="MB",
               help="With --write: start a new file (x-00001.pcapng, ...) every MB megabytes.")
-@click.option("--export", "export_dir", default=None, type=click.Path(file_okay=False),
-              help="Write the Parquet tables as rolling files into DIR.")
+@click.option("--export", "export_dir", default=None, metavar="DIR",
+              help="Write the Parquet tables as rolling files into DIR (made when missing).")
 @click.option("--export-every", type=click.FloatRange(0.1), default=60.0, show_default=True,
               metavar="S", help="With --export: close a file every S seconds.")
 @click.option("--export-rows", type=click.IntRange(1), default=100_000, show_default=True,
@@ -158,6 +160,9 @@ def live_command(iface, read_file, bpf, ports, detect, max_frame_bytes, definiti
     # the one filter language (read's, the TUI's): checked before anything is captured
     keep = parse_filter_options(api, client, topic, errors_only, min_latency, definitions)
 
+    # output paths: a bad one stops here, before anything is captured
+    if write_path:
+        output_file(write_path, "--write")
     export_factory = None
     if export_dir is not None:
         export_factory = _export_factory(export_dir, export_every, export_rows)
@@ -459,10 +464,7 @@ def _export_factory(directory: str, every_s: float, rows: int):
 
     if importlib.util.find_spec("kafkasniff.export.writer") is None:
         fail("--export: the Parquet export is not available in this installation")
-    try:
-        os.makedirs(directory, exist_ok=True)
-    except OSError as exc:
-        fail(f"--export {directory}: {exc.strerror or exc}")
+    output_dir(directory, "--export")
     from kafkasniff.cli import arrow_without_pandas_in_own_process
 
     # before the decoders fork: none of them imports pandas (0.5 s each, at its first rows)

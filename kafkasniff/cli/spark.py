@@ -15,7 +15,7 @@ from __future__ import annotations
 import click
 
 from kafkasniff.cli.export import table_options
-from kafkasniff.cli.inputs import fail, input_options, parse_inputs
+from kafkasniff.cli.inputs import fail, input_options, output_dir, parse_inputs
 from kafkasniff.errors import KafkaSniffError
 
 __all__ = ["spark_group"]
@@ -82,9 +82,9 @@ def spark_group() -> None:
 @spark_group.command("decode")
 @click.argument("inputs", nargs=-1, metavar="INPUTS...")
 @_pipeline_input_options
-@click.option("-o", "--output", "output", required=True,
-              type=click.Path(file_okay=False, writable=True),
-              help="Output directory: one sub-directory per table, as kafkasniff export.")
+@click.option("-o", "--output", "output", required=True, metavar="DIR",
+              help="Output directory: one sub-directory per table, as kafkasniff export "
+                   "(made when missing).")
 @engine_options
 @click.option("--shards", type=click.IntRange(1), default=None,
               help="Split every capture into this many shards by connection (1: never "
@@ -114,6 +114,7 @@ def decode_command(inputs, read_files, ports, detect, max_frame_bytes, definitio
 
     inp = parse_inputs(inputs, read_files, ports, detect, max_frame_bytes, definitions,
                        max_uncompressed_bytes, wire_format, show_secrets)
+    output_dir(output, "--output")          # before Spark starts
     log = None if quiet else (lambda m: click.echo(f"spark decode: {m}", err=True))
     try:
         # spark_decode starts (and stops) the session itself: a split on this machine then

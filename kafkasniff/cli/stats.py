@@ -13,6 +13,7 @@ from kafkasniff.cli.inputs import (
     fail,
     input_options,
     jobs_option,
+    output_file,
     parse_inputs,
     resolve_jobs,
 )
@@ -26,7 +27,6 @@ from kafkasniff.errors import KafkaSniffError
               help="Rows per table.")
 @click.option("--strict", is_flag=True, help="Exit 1 if any warning or error issue was found.")
 @click.option("--openmetrics", "openmetrics_path", default=None, metavar="FILE",
-              type=click.Path(dir_okay=False),
               help="Also write the metrics of 'live --metrics-port' for this capture to FILE "
                    "as OpenMetrics text (docs/metrics.md).")
 @click.option("--metrics-topics", is_flag=True,
@@ -46,6 +46,8 @@ def stats_command(files, read_files, ports, detect, max_frame_bytes, definitions
 
     inp = parse_inputs(files, read_files, ports, detect, max_frame_bytes, definitions,
                        max_uncompressed_bytes, wire_format, show_secrets)
+    if openmetrics_path is not None:
+        output_file(openmetrics_path, "--openmetrics")   # before anything is decoded
     agg = Aggregator()
     metrics = None
     if openmetrics_path is not None:

@@ -10,14 +10,14 @@ import sys
 
 import click
 
-from kafkasniff.cli.inputs import fail, input_options, parse_inputs
+from kafkasniff.cli.inputs import fail, input_options, output_dir, parse_inputs
 
 
 @click.command("tui")
 @input_options
-@click.option("--save-dir", type=click.Path(file_okay=False), default=None,
+@click.option("--save-dir", default=None, metavar="DIR",
               help="Where saved views and copied exchanges go (default: the current "
-                   "directory).")
+                   "directory; made when missing).")
 @click.option("--view", "initial_tab", default="exchanges", show_default=True,
               type=click.Choice(["overview", "exchanges", "connections", "clients", "topics",
                                  "issues"]), help="View shown first.")
@@ -32,6 +32,8 @@ def tui_command(files, read_files, ports, detect, max_frame_bytes, definitions,
                   max_uncompressed_bytes, wire_format, show_secrets)
     if "-" in inp.sources and sys.stdin.isatty():
         raise click.UsageError("'-' reads a capture from stdin, but stdin is a terminal")
+    if save_dir is not None:
+        output_dir(save_dir, "--save-dir")      # before the terminal is taken
     from kafkasniff.capture.pcapfile import open_capture
     from kafkasniff.errors import KafkaSniffError
 
