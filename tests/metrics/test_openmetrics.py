@@ -4,10 +4,12 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from bisect import bisect_left
 from collections import Counter, defaultdict
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -277,3 +279,56 @@ def test_label_values_any_text_round_trip():
     s = parse_openmetrics(openmetrics_text(m).decode())
     assert sum_by(s, "kafkasniff_exchanges_total", "client_id") == {odd: 1}
     assert sum_by(s, "kafkasniff_topic_exchanges_total", "topic") == {"t\n\"x": 1}
+
+
+DOC = Path(__file__).resolve().parents[2] / "docs" / "metrics.md"
+#: captures with long-polls (rebalances, idle fetches, a failover)
+LONG_POLL_CASES = [CAPTURES / "librdkafka_rebalance.pcap", CAPTURES / "broker_failover.pcap",
+                   ERR]
+
+
+def documented_identities() -> list[tuple[list[str], str | None, float, str]]:
+    """The table of docs/metrics.md's "The same numbers as `stats`": per line, the series
+    summed, the label it is split by (or None), the factor, the ``stats --json`` field
+    (``a.b``: field ``b`` of dict ``a``)."""
+    text = DOC.read_text()
+    section = text.split("## The same numbers as `stats`", 1)[1].split("\n## ", 1)[0]
+    out = []
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) != 2 or not cells[0].startswith("`kafkasniff_"):
+            continue
+        left, field = cells
+        m = re.fullmatch(r"(.+?)(?: by `(\w+)`)?(?: x (\d+))?", left)
+        names = [n.strip().strip("`") for n in m.group(1).split("+")]
+        field = re.match(r"`([\w.]+)`", field).group(1)     # the rest of the cell is prose
+        out.append((names, m.group(2), float(m.group(3) or 1), field))
+    return out
+
+
+@pytest.mark.parametrize("path", LONG_POLL_CASES, ids=lambda p: p.stem)
+def test_documented_identities_hold(path, tmp_path):
+    """Every identity docs/metrics.md states between the series and ``stats --json`` holds,
+    per API, client_id and broker, on captures with long-polls (the docs said request
+    durations plus long-poll durations make ``latency_count``, which counts no long-poll)."""
+    rows = documented_identities()
+    assert len(rows) >= 8
+    rep, text = _stats(path, tmp_path)
+    assert rep["total"]["long_polls"] > 0
+    s = parse_openmetrics(text)
+    for dim, label in (("apis", "api_name"), ("clients", "client_id"), ("brokers", "broker")):
+        for key, row in rep[dim].items():
+            where = {label: "" if (dim, key) == ("clients", "(none)") else key}
+            for names, by, factor, field in rows:
+                want = row
+                for part in field.split("."):
+                    want = want.get(part, 0)
+                if by is None:
+                    got = sum(sum_by(s, n, **where) for n in names) * factor
+                    assert got == pytest.approx(want), (dim, key, names, field)
+                else:
+                    got = defaultdict(float)
+                    for n in names:
+                        for k, v in sum_by(s, n, by, **where).items():
+                            got[k] += v * factor
+                    assert _nonzero(dict(got)) == want, (dim, key, names, by, field)
