@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from kafkasniff.output.render import bytes_part
-from kafkasniff.stats.aggregate import RELATIVE_ACCURACY
+from kafkasniff.stats.aggregate import PERCENTILE_RULE
 from kafkasniff.text import plural
 
 
@@ -99,7 +99,7 @@ def render_report(report: dict, pipeline_stats: dict | None = None, top: int = 2
                   f"p50 {_ms(t['long_poll_p50_ns'])} ms)"
                   if t["long_polls"] else "")
                + f", {t['throttled']} throttled "
-               f"(latency quantiles within {RELATIVE_ACCURACY:.0%} relative error, DDSketch)")
+               f"(latency percentiles: {PERCENTILE_RULE})")
     if pipeline_stats:
         summary += (f"; {plural(pipeline_stats['packets'], 'packet')}, "
                     f"{plural(pipeline_stats['kafka_connections'], 'Kafka connection')}")

@@ -105,7 +105,7 @@ def test_issues_and_summary(report, decoded):
     summary = text.rstrip("\n").splitlines()[-1]
     assert summary.startswith(f"{n} exchanges, {with_errors} with errors, p50 ")
     assert f"max {max_ms:.2f} ms" in summary
-    assert "(latency quantiles within 1% relative error, DDSketch)" in summary
+    assert "(latency percentiles: nearest rank, DDSketch within 1% of the value)" in summary
     assert f"; {pstats['packets']} packets, {pstats['kafka_connections']} Kafka " \
         f"connections; " in summary
     total = sum(pstats["bytes"].values())
