@@ -21,16 +21,17 @@ response (none: ``no throttling`` is printed). ``throughput_per_minute`` divides
 bytes by the seconds of it the captures cover (:func:`capture_spans`), not by 60. Printed
 floats keep at least 3 significant digits (:func:`format_number`).
 
-Latency percentiles use Spark's ``percentile_approx(latency_ns, array(0.5, 0.9, 0.99),
-PERCENTILE_ACCURACY)`` (Greenwald-Khanna summaries). Its guarantee: the value returned for
-percentage ``p`` over ``n`` values is an actual value of the column whose rank differs from
-the exact rank ``ceil(p * n)`` by at most ``n / accuracy`` (relative rank error ``1 /
-accuracy``, here 1/10000 = 0.01 %); it is not a bound on the value itself. With fewer values
-than about ``accuracy`` the summary keeps every value and the answer is the exact sample at
-that rank (an off-by-one rank is possible where the merge of partial summaries rounds).
-``kafkasniff stats`` uses DDSketch instead: a value within 1 % *relative value* error of the
-sample at rank ``floor(p * (n - 1))``. The two agree to within those bounds (a test checks it
-on every capture). Maximum latencies are exact (``max``). Like ``stats``, the percentiles
+Latency percentiles follow the rank rule of every kafkasniff output, **nearest rank**: the
+p-th percentile of ``n`` latencies is the value of rank ``ceil(p * n)`` (1-based) of the
+sorted latencies (:func:`kafkasniff.stats.aggregate.nearest_rank`). Spark's
+``percentile_approx(latency_ns, array(0.5, 0.9, 0.99), PERCENTILE_ACCURACY)``
+(Greenwald-Khanna summaries) targets that rank: the value returned is an actual value of the
+column whose rank differs from ``ceil(p * n)`` by at most ``n / accuracy`` (relative rank
+error ``1 / accuracy``, here 1/10000 = 0.01 %); it is not a bound on the value itself. With
+fewer values than about ``accuracy`` the summary keeps every value and the answer is the
+exact sample at that rank. ``kafkasniff stats`` and the TUI estimate the same rank's value
+with DDSketch, within 1 % of it, so on the same capture they agree within 1 % (a test checks
+it on every capture). Maximum latencies are exact (``max``). Like ``stats``, the percentiles
 and maxima are of the served exchanges: long-polls (``long_poll``, docs/long-polls.md) are
 counted apart (``long_polls``, ``long_poll_p50_ns``).
 """
@@ -47,6 +48,7 @@ from kafkasniff.spark.groups_report import GROUP_REPORTS, build_group_reports
 
 __all__ = [
     "PERCENTILE_ACCURACY",
+    "PERCENTILE_RULE",
     "QUANTILES",
     "REPORTS",
     "build_reports",
@@ -64,6 +66,9 @@ __all__ = [
 
 #: ``accuracy`` argument of ``percentile_approx``: relative rank error 1 / 10 000.
 PERCENTILE_ACCURACY = 10_000
+#: how the report names its percentile rule and accuracy
+PERCENTILE_RULE = (f"nearest rank, percentile_approx within n/{PERCENTILE_ACCURACY} ranks "
+                   f"(accuracy {PERCENTILE_ACCURACY})")
 QUANTILES = (0.5, 0.9, 0.99)
 HELPER_VIEWS = ("topic_names", "exchange_topics", "partition_topics")
 #: the tables the reports are made of: a report needs at least one of them
@@ -461,8 +466,7 @@ def run_report(spark, root: str | os.PathLike[str], *, top: int = 20, write: boo
                               EMPTY_TEXT.get(name, "(none)")))
         if write:
             df.unpersist()
-    echo(f"accuracy: percentiles by percentile_approx (accuracy {PERCENTILE_ACCURACY}: "
-         f"rank error <= n/{PERCENTILE_ACCURACY})"
+    echo(f"latency percentiles: {PERCENTILE_RULE}"
          + (f"; reports written under {out}/" if write else "; not written (--no-write)"))
     return reports
 

@@ -105,17 +105,15 @@ def sample_ranks(xs: list[int], value: int) -> list[int]:
 
 
 def test_percentiles_agree_with_stats(spark, exported) -> None:
-    """Both tools estimate the same quantiles of the same latencies, each within its own
-    documented guarantee, so they agree within the sum of both.
+    """Both tools estimate the same percentiles of the same latencies by one rank rule,
+    nearest rank (rank ceil(p*n), 1-based), each within its own documented guarantee.
 
     - percentile_approx(accuracy=10000) returns a value of the column whose 1-based rank is
       within n/10000 of ceil(p*n); for these small groups (n < 10000) the summary holds every
-      value, so the rank is exact up to the ±1 of merging partial summaries: the answer is
-      x[i-1], x[i] or x[i+1] with i = ceil(p*n) - 1 (0-based, x sorted).
-    - stats' DDSketch (relative accuracy 1 %) returns, for rank floor(p*(n-1)) (0-based: j),
-      a value within 1 % of x[j]; and j is i or i-1 (p*(n-1) = p*n - p with 0 < p < 1).
-    So the DDSketch value is within 1 % of a sample at most two ranks from percentile_approx's.
-    Maxima are exact in both.
+      value: the answer is x[i] with i = ceil(p*n) - 1 (0-based, x sorted).
+    - stats' DDSketch (relative accuracy 1 %), read at the same rank, returns a value within
+      1 % of x[i].
+    So the two agree within 1 %. Maxima are exact in both.
     """
     views = register_views(spark, exported)
     assert "exchanges" in views
@@ -174,16 +172,54 @@ def test_percentiles_agree_with_stats(spark, exported) -> None:
                     ranks = sample_ranks(xs, sv)
                     assert ranks and min(abs(r - i) for r in ranks) <= 1, (k, q, sv, xs[i])
                     exact += sv == xs[i]
-                    j_candidates = [j for j in (i - 1, i) if 0 <= j < n]
-                    assert any(abs(dd - xs[j]) <= 0.01 * xs[j] + 1 for j in j_candidates), \
-                        (k, q, dd, [xs[j] for j in j_candidates])
-                    nearest = min(abs(r - j) for r in ranks for j in j_candidates)
-                    assert nearest <= 2
+                    assert abs(dd - xs[i]) <= 0.01 * xs[i] + 1, (k, q, dd, xs[i])
+                    assert abs(dd - sv) <= 0.01 * sv + 1, (k, q, dd, sv)
                     checked[dim] += 1
     assert checked["apis"] > 100 and checked["clients"] > 30 and checked["brokers"] > 50
     assert checked["topics"] > 20
     # small groups: percentile_approx answered with the exact sample everywhere here
     assert exact == sum(checked.values())
+
+
+def test_stats_and_spark_report_agree_on_broker_failover(spark, tmp_path) -> None:
+    """``kafkasniff stats --json`` and ``spark report`` on the same capture give the same
+    percentiles: one rank rule (nearest rank, the value of rank ceil(p * n) of the n sorted
+    latencies), each within its stated accuracy (stats: DDSketch, 1 % of the value; spark
+    report: percentile_approx, exact below 10 000 values). Produce p90 was 541.92 ms in
+    ``stats`` (DDSketch's rank floor(p * (n - 1))) and 653.389 ms in ``spark report``. Both
+    text outputs name the rule."""
+    from kafkasniff.export.writer import export_captures
+    from kafkasniff.spark.report import run_report
+
+    from .conftest import pipeline_options
+
+    pcap = next(p for p in ALL_CAPTURES if p.name == "broker_failover.pcap")
+    out = tmp_path / "tables"
+    export_captures([pcap], out, options=pipeline_options())
+    lines: list[str] = []
+    reports = run_report(spark, out, top=1000, write=False, echo=lines.append)
+    st = stats_json(pcap)
+    checked = 0
+    for dim, report, key in (("apis", "latency_by_api", "api_name"),
+                             ("clients", "latency_by_client_id", "client_id"),
+                             ("brokers", "latency_by_broker", "broker")):
+        rows = {r[key]: r for r in reports[report].collect()}
+        for name, row in st[dim].items():
+            if row["latency_count"] == 0 or name not in rows:
+                continue
+            srow = rows[name]
+            assert srow["paired"] - srow["long_polls"] == row["latency_count"], (dim, name)
+            for q in QUANTILES:
+                col = f"p{round(q * 100)}_ns"
+                want, got = srow[col], row[f"latency_{col}"]
+                assert abs(got - want) <= 0.01 * want + 1, (dim, name, col, got, want)
+                checked += 1
+    assert checked > 30
+    assert "nearest rank" in lines[-1], lines[-1]
+    from kafkasniff.cli import main
+
+    res = CliRunner().invoke(main, ["stats", str(pcap)])
+    assert res.exit_code == 0 and "nearest rank" in res.output.splitlines()[-1], res.output
 
 
 # ---------------------------------------------------------------------------- report
