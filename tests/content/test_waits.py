@@ -5,6 +5,7 @@ served fetches while the long-polls are counted apart."""
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -96,8 +97,9 @@ def test_real_capture_long_polls_are_fetches_that_waited(failover):
 
 
 def _exact_quantile(values: list[int], q: float) -> int:
+    """The value of the nearest rank, ceil(q * n) (the rule of every output)."""
     values = sorted(values)
-    return values[min(len(values) - 1, int(q * (len(values) - 1) + 0.5))]
+    return values[max(1, math.ceil(q * len(values))) - 1]
 
 
 def test_default_fetch_percentiles_are_those_of_served_fetches(failover):
