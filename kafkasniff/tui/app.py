@@ -26,6 +26,7 @@ from textual.message import Message
 from textual.widgets import Footer, Static, TabbedContent, TabPane
 
 from kafkasniff.output.filters import Filter
+from kafkasniff.text import escape_text
 from kafkasniff.tui.aggregates import Snapshot
 from kafkasniff.tui.detail import Detail
 from kafkasniff.tui.models import (
@@ -229,8 +230,8 @@ class KafkaSniffApp(App):
         if update.progress is not None:
             self.progress = update.progress
             if update.progress.error:
-                self.notify(f"reading stopped: {update.progress.error}", severity="error",
-                            timeout=10)
+                self.notify(f"reading stopped: {escape_text(update.progress.error)}",
+                            severity="error", timeout=10, markup=False)
             if update.progress.finished and self.groups is None:
                 self.query_one("#groups-pane", GroupsPane).show_state(
                     loading=False, error=self.source.groups_error)
@@ -262,8 +263,9 @@ class KafkaSniffApp(App):
         if n_iss:
             tail.append("  " + plural(n_iss, "issue", grouped=True), style="yellow")
         if p.error:
-            tail.append(f"  error: {p.error}", style="bold red")
-        title = self.source.title or ""
+            tail.append(f"  error: {escape_text(p.error)}", style="bold red")
+        # file names, a live capture's interface and filter: shown escaped like every name
+        title = escape_text(self.source.title or "")
         # a live capture's drop counters (``lo (ring)  [kernel drops 0, ...]``) are kept
         # whole, like the counters after them
         drops = ""
@@ -278,7 +280,7 @@ class KafkaSniffApp(App):
         if room >= len("kafkasniff ") + len(title):
             text.append("kafkasniff ", style="bold")
         elif title:
-            title = getattr(self.source, "short_title", "") or title
+            title = escape_text(getattr(self.source, "short_title", "")) or title
             suffix = ""
             if title.endswith(" files") and " +" in title:      # first.pcap +2 files
                 title, plus, rest = title.rpartition(" +")
@@ -435,13 +437,14 @@ class KafkaSniffApp(App):
                         f.write("\n")
                         n += 1
         except Exception as exc:  # noqa: BLE001 - reported, the app goes on
-            self.call_from_thread(self.notify, f"saving failed: {exc}", severity="error",
-                                  timeout=8)
+            self.call_from_thread(self.notify, f"saving failed: {escape_text(str(exc))}",
+                                  severity="error", timeout=8, markup=False)
             return
         finally:
             self.saving = None
         self.last_saved = path
-        self.call_from_thread(self.notify, f"saved {n:,} exchanges to {path}", timeout=6)
+        self.call_from_thread(self.notify, f"saved {n:,} exchanges to {escape_text(path)}",
+                              timeout=6, markup=False)
 
     def decode_row(self, info: RowInfo) -> Detail:
         """The full decode of one exchange by the data source (blocking: call it from a
@@ -458,9 +461,9 @@ class KafkaSniffApp(App):
         (:meth:`copy_exchange_json`)."""
         d = self.decode_row(self.store.row(row))
         if d.exchange is None:
-            why = f": {d.note}" if d.note else ""
+            why = f": {escape_text(d.note)}" if d.note else ""
             self.call_from_thread(self.notify, f"exchange #{row} could not be decoded{why}",
-                                  severity="error")
+                                  severity="error", markup=False)
             return
         self.call_from_thread(self.copy_exchange_json, d.exchange, row)
 
@@ -480,4 +483,5 @@ class KafkaSniffApp(App):
         except OSError as exc:
             where = f" (file not written: {exc})"
         self.last_saved = path
-        self.notify(f"exchange #{row} JSON copied to the clipboard{where}", timeout=5)
+        self.notify(f"exchange #{row} JSON copied to the clipboard{escape_text(where)}",
+                    timeout=5, markup=False)

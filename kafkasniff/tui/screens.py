@@ -74,11 +74,13 @@ class NodeData:
 
 
 def _scalar(v) -> str:
+    """A leaf value as text, as it is: names off the wire are escaped where the text is
+    shown (:func:`_label`)."""
     if v is None:
         return "null"
     t = type(v)
     if t is str:
-        return json.dumps(v, ensure_ascii=False)
+        return f'"{v}"'
     if t is bool:
         return "true" if v else "false"
     if t in (bytes, bytearray, memoryview):
@@ -88,16 +90,20 @@ def _scalar(v) -> str:
         return str(v)
     to_json = getattr(v, "to_json", None)
     if to_json is not None:
-        return json.dumps(to_json(), ensure_ascii=False)
+        j = to_json()
+        return _scalar(j) if type(j) is str else json.dumps(j, ensure_ascii=False)
     return str(v)
 
 
 def _label(key: str, text: str, kind: str = "") -> Text:
+    """A tree label ``key: text`` (``key text`` for a branch). Both may hold names off the
+    wire (field values, record header keys, JSON keys of a record): shown through
+    :func:`~kafkasniff.text.escape_text`, as plain text (never markup)."""
     out = Text()
-    out.append(key, style="bold")
+    out.append(escape_text(key), style="bold")
     if text:
         out.append(": " if kind == "" else " ")
-        out.append(text, style="red" if text.startswith("<redacted") else "")
+        out.append(escape_text(text), style="red" if text.startswith("<redacted") else "")
     return out
 
 
@@ -178,7 +184,7 @@ def fill(node) -> None:
                 ts = r.timestamp_ms
                 label = (f"offset {r.offset}  key={short(describe_bytes(r.key), 30)}  "
                          f"value={short(describe_bytes(r.value), 40)}")
-                rn = rnode.add(Text(label), NodeData(side, rpath), expand=False)
+                rn = rnode.add(Text(escape_text(label)), NodeData(side, rpath), expand=False)
                 rn.add_leaf(_label("offset", str(r.offset)), NodeData(side, rpath))
                 ts_text = str(ts)
                 if ts is not None and ts > 0:
@@ -223,7 +229,7 @@ def _json_children(node, side, path, v, depth: int = 0) -> None:
                                     "branch"), NodeData(side, path))
             _json_children(child, side, path, x, depth + 1)
         else:
-            node.add_leaf(_label(key, json.dumps(x, ensure_ascii=False)), NodeData(side, path))
+            node.add_leaf(_label(key, _scalar(x)), NodeData(side, path))
 
 
 def build_tree(tree: Tree, detail: Detail, info: "RowInfo") -> None:
@@ -260,10 +266,11 @@ def build_tree(tree: Tree, detail: Detail, info: "RowInfo") -> None:
         style = "red" if k == "errors" and v != "none" else ""
         label = _label(k, "")
         label.append(": ")
-        label.append(v, style=style)
+        label.append(escape_text(v), style=style)
         s.add_leaf(label, NodeData(None, f"summary.{k}"))
     if detail.note:
-        s.add_leaf(Text(detail.note, style="italic yellow"), NodeData(None, "summary.note"))
+        s.add_leaf(Text(escape_text(detail.note), style="italic yellow"),
+                   NodeData(None, "summary.note"))
     if ex is not None:
         for side in ("request", "response"):
             msg = getattr(ex, side)
@@ -300,7 +307,7 @@ def build_tree(tree: Tree, detail: Detail, info: "RowInfo") -> None:
         label = Text()
         label.append(sev, style="red" if sev == "error" else "yellow" if sev == "warning"
                      else "dim")
-        label.append(f" {iss.kind}{where}: {iss.message}")
+        label.append(escape_text(f" {iss.kind}{where}: {iss.message}"))
         inode.add_leaf(label, NodeData(None, "issues"))
 
 
@@ -405,10 +412,10 @@ class DetailScreen(Screen):
         self.set_class(self.size.width < 100, "narrow")
 
     def _title(self, info: "RowInfo", suffix: str = "") -> None:
-        self.query_one("#detail-title", Static).update(
+        self.query_one("#detail-title", Static).update(Text(escape_text(
             f"Exchange #{info.row}  {api_label(info.api_name, info.api_version)}  "
             f"corr={info.correlation_id}  {info.client} → {info.broker}  "
-            f"[{self.index + 1}/{len(self.view_rows)}]{suffix}")
+            f"[{self.index + 1}/{len(self.view_rows)}]{suffix}")))
 
     def _load(self) -> None:
         row = self.view_rows[self.index]
@@ -449,7 +456,7 @@ class DetailScreen(Screen):
         if frame is None or frame.data is None:
             hexv.show(None)
             note = detail.note if detail and detail.note else "no bytes"
-            title.update(f" {side}: {note}")
+            title.update(Text(escape_text(f" {side}: {note}")))
             return
         if hex_id == "#hex" and not self.both:
             self.side = side
@@ -458,7 +465,7 @@ class DetailScreen(Screen):
         hexv.set_highlight(span)
         extra = f", {len(frame.masked)} secret range(s) hidden" if frame.masked else ""
         sel = f"  selected bytes {span[0]}-{span[1] - 1}" if span and span[1] > span[0] else ""
-        title.update(f" {side} frame, {len(frame.data)} bytes{extra}{sel}")
+        title.update(Text(f" {side} frame, {len(frame.data)} bytes{extra}{sel}"))
 
     @on(Tree.NodeExpanded)
     def _expanded(self, event: Tree.NodeExpanded) -> None:
@@ -718,7 +725,7 @@ class TimeRangeScreen(Dialog):
         try:
             rng = parse_time_range(event.value, self.ref_ns)
         except ValueError as exc:
-            self.query_one("#t-error", Static).update(str(exc))
+            self.query_one("#t-error", Static).update(Text(escape_text(str(exc))))
             return
         self.dismiss(("set", rng))
 

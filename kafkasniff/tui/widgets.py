@@ -25,6 +25,8 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.widget import Widget
 
+from kafkasniff.text import escape_text
+
 
 class Column(NamedTuple):
     """A table column.
@@ -60,7 +62,8 @@ class Column(NamedTuple):
 class TableModel(Protocol):
     """What a :class:`VirtualTable` shows: ``len()`` rows, each ``cells(i)`` giving one text
     per column (or ``(text, style_name)``, style names ``error``, ``warning``, ``dim``,
-    ``ok``), in the order of the table's columns."""
+    ``ok``), in the order of the table's columns. Texts are given as they are (names off
+    the wire too): the table shows them through :func:`kafkasniff.text.escape_text`."""
 
     def __len__(self) -> int: ...
 
@@ -377,7 +380,9 @@ class VirtualTable(ScrollView, can_focus=True):
                     st = st + self._style("vt--cursor" if self.has_focus else "vt--cursor-blur")
             else:
                 text, st = cell, row_style
-            segs.append(Segment(fit(text, w, col.align), st))
+            # every cell through the one escape (names off the wire: client_id, topics,
+            # group and member ids ...); a Segment is drawn as it is, never read as markup
+            segs.append(Segment(fit(escape_text(text), w, col.align), st))
             if k < len(layout) - 1:
                 segs.append(Segment(" ", row_style))
         return Strip(segs).adjust_cell_length(width, row_style)

@@ -10,6 +10,7 @@ from array import array
 from dataclasses import replace
 from itertools import chain
 
+from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -17,6 +18,7 @@ from textual.containers import Vertical
 from textual.widgets import Input, Static
 
 from kafkasniff.output.filters import Filter
+from kafkasniff.text import escape_text
 from kafkasniff.tui.models import EXCHANGE_COLUMNS, ExchangeModel, fmt_time_range
 from kafkasniff.tui.screens import ChoiceScreen, DetailScreen, FilterScreen, TimeRangeScreen
 from kafkasniff.tui.store import SORT_KEYS, SummaryStore
@@ -108,7 +110,8 @@ class ExchangesPane(Vertical):
             parts.append("FOLLOW")
         if self._busy:
             parts.append(self._busy)
-        self.query_one("#ex-bar", Static).update("  │  ".join(parts))
+        # the filter and the group label hold names off the wire (jumps from other views)
+        self.query_one("#ex-bar", Static).update(Text(escape_text("  │  ".join(parts))))
 
     def current_row(self) -> int | None:
         """The store row under the cursor (``None``: empty view)."""
@@ -390,7 +393,8 @@ class ExchangesPane(Vertical):
                 self._leave_follow()
             self.table.move_to(k, center=True)
         else:
-            self.app.notify(f"no exchange matches {text!r}", severity="warning", timeout=2)
+            self.app.notify(f"no exchange matches {escape_text(repr(text))}",
+                            severity="warning", timeout=2, markup=False)
 
     def action_save(self) -> None:
         self.app.action_save_view()

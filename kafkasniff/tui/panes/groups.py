@@ -13,6 +13,7 @@ Styles: ``kafkasniff/tui/app.tcss`` (the pane) and :attr:`GroupScreen.DEFAULT_CS
 
 from __future__ import annotations
 
+from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -21,6 +22,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from kafkasniff.groups.model import assignment_text
+from kafkasniff.text import escape_text
 from kafkasniff.tui.models import (
     COMMIT_COLUMNS,
     COMMIT_SORT,
@@ -80,7 +82,7 @@ class GroupsPane(Vertical):
             text = "groups: analysed when loading ends…"
         else:
             text = "groups: none in this capture"
-        self.query_one("#groups-hint", Static).update(text)
+        self.query_one("#groups-hint", Static).update(Text(escape_text(text)))
 
     def update(self, report) -> None:
         """Show a :class:`~kafkasniff.groups.model.GroupsReport` (the cursor stays on its
@@ -143,7 +145,7 @@ class GroupScreen(Screen):
 
     def compose(self) -> ComposeResult:
         g = self.group
-        yield Static(_title(g), id="gs-title")
+        yield Static(Text(escape_text(_title(g))), id="gs-title")
         yield Static(f"Members ({len(g.members)})", classes="gs-section")
         yield VirtualTable(MEMBER_COLUMNS, id="gs-members")
         yield Static(f"Rebalances ({len(g.rebalances)})  │  Enter: their exchanges",
@@ -187,9 +189,9 @@ class GroupScreen(Screen):
             out.update("")
             return
         r = m.rows[index]
-        out.update(f"#{r.index} assignment after: " + (
+        out.update(Text(escape_text(f"#{r.index} assignment after: " + (
             "  ".join(f"{mid}: {assignment_text(a)}" for mid, a in r.assignment)
-            or "(not seen)"))
+            or "(not seen)"))))
 
     @on(VirtualTable.HeaderClicked)
     def _sort(self, event: VirtualTable.HeaderClicked) -> None:

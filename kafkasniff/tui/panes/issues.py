@@ -15,6 +15,7 @@ from textual.binding import Binding
 from textual.containers import Vertical
 from textual.widgets import Static
 
+from kafkasniff.text import escape_text
 from kafkasniff.tui.models import ISSUE_COLUMNS, IssueModel
 from kafkasniff.tui.widgets import VirtualTable
 
@@ -48,7 +49,9 @@ class IssuesPane(Vertical):
             extra.append(f"frame offset {iss.frame_offset}")
         text = Text()
         text.append(f"{iss.severity} {iss.kind}", style="bold")
-        text.append(f"  {where}  {', '.join(extra)}\n{iss.message}")
+        # the message holds names off the wire (a TLS server name, a topic ...)
+        text.append(escape_text(f"  {where}  {', '.join(extra)}"))
+        text.append("\n" + escape_text(iss.message))
         self.query_one("#is-message", Static).update(text)
 
     def on_mount(self) -> None:

@@ -15,6 +15,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Label, Static
 
 from kafkasniff.output.filters import Filter
+from kafkasniff.text import escape_text
 from kafkasniff.tui.aggregates import HIST_EDGES_NS, Snapshot
 from kafkasniff.tui.models import (
     STAT_PANEL_COLUMNS,
@@ -128,7 +129,7 @@ class OverviewPane(VerticalScroll):
         itext = Text()
         for kind, n in snap.issues:
             itext.append(f"{n:>8,}  ", style="bold")
-            itext.append(f"{kind}\n")
+            itext.append(f"{escape_text(str(kind))}\n")
         if not snap.issues:
             itext.append("none")
         self.query_one("#ov-issues", Static).update(itext)
@@ -178,7 +179,7 @@ class OverviewPane(VerticalScroll):
         plt.clear_data()
         plt.clear_figure()
         self.query_one("#ov-hist-title", Label).update(
-            f"Latency histogram: {api or '-'} (paired exchanges)")
+            Text(f"Latency histogram: {escape_text(api or '-')} (paired exchanges)"))
         if counts:
             nz = [i for i, c in enumerate(counts) if c]
             lo, hi = max(0, nz[0] - 1), min(len(counts), nz[-1] + 2)
