@@ -1,5 +1,10 @@
 """Rendering exchanges and issues: JSON-ready dicts (``read --json``) and console lines.
 
+Console lines write every name a peer chose (client_id, topics, record header keys, SASL
+mechanism and user, issue messages such as a TLS server name) through
+:func:`kafkasniff.text.escape_text`: one exchange, record or issue per line, no control
+character reaches the terminal. JSON keeps the exact values (its encoding escapes them).
+
 JSON conventions (documented in ``docs/json.md``): Kafka field names in snake_case, integers
 as JSON numbers (signed), uuids as Kafka's text form, ``bytes`` fields as base64 strings,
 ``records`` fields as ``{"size_bytes": N, "batches": [...]}`` (each batch's header fields, and
@@ -20,6 +25,7 @@ from kafkasniff.model import DecodeIssue, Exchange, Message
 from kafkasniff.output.values import DEFAULT_MAX_BYTES, describe_bytes
 from kafkasniff.protocol.apis import SASL_AUTHENTICATE, SASL_TOKEN
 from kafkasniff.protocol.primitives import RawRecords
+from kafkasniff.text import escape_text
 
 
 def jsonable(value, max_value_bytes: int = DEFAULT_MAX_BYTES):
@@ -286,10 +292,12 @@ def format_ms(ns: int | None) -> str:
 
 
 def exchange_line(ex: Exchange, color: bool = False) -> str:
-    """One console line per exchange, like ``read`` prints it."""
+    """One console line per exchange, like ``read`` prints it (names escaped by
+    :func:`~kafkasniff.text.escape_text`, the client_id in single quotes; ``-`` for a null
+    client_id)."""
     name = ex.api_name if ex.api_version < 0 else f"{ex.api_name} v{ex.api_version}"
     parts = [format_ts(ex.ts_ns), f"{ex.client} -> {ex.broker}",
-             repr(ex.client_id) if ex.client_id is not None else "-", name]
+             f"'{escape_text(ex.client_id)}'" if ex.client_id is not None else "-", name]
     if ex.correlation_id >= 0 or ex.api_key >= 0 and ex.api_version >= 0:
         parts.append(f"corr={ex.correlation_id}")
     parts.append(format_ms(ex.latency_ns))
@@ -308,7 +316,7 @@ def exchange_line(ex: Exchange, color: bool = False) -> str:
     if ex.topics:
         shown = list(ex.topics[:5])
         more = f"+{len(ex.topics) - 5}" if len(ex.topics) > 5 else ""
-        parts.append("topics=" + ",".join(shown) + more)
+        parts.append("topics=" + escape_text(",".join(shown)) + more)
     if ex.records is not None:
         parts.append(records_summary_line(ex.records))
     if ex.issues:
@@ -351,9 +359,9 @@ def _sasl_note(ex: Exchange) -> str:
         ex.request.body
     if not isinstance(desc, dict):
         return ""
-    text = f"sasl={desc.get('mechanism') or '?'}"
+    text = f"sasl={escape_text(str(desc.get('mechanism') or '?'))}"
     if desc.get("username"):
-        text += f" user={desc['username']}"
+        text += f" user={escape_text(str(desc['username']))}"
     return text
 
 
@@ -382,14 +390,15 @@ def records_summary_line(r) -> str:
 
 def record_lines(ex: Exchange, max_value_bytes: int = DEFAULT_MAX_BYTES) -> Iterator[str]:
     """Indented lines, one per record of the exchange (``read --records``), yielded one at
-    a time."""
+    a time (topic and header keys escaped by :func:`~kafkasniff.text.escape_text`, keys and
+    values shown by :func:`~kafkasniff.output.values.short`)."""
     from kafkasniff.output.values import short
 
     for loc in ex.record_fields:
         rs = loc.records.decoded
         if rs is None:
             continue
-        where = loc.display_topic
+        where = escape_text(loc.display_topic)
         for b in rs.batches:
             for r in b.records or ():
                 ts = format_ts(r.timestamp_ms * 1_000_000) if r.timestamp_ms and \
@@ -399,7 +408,7 @@ def record_lines(ex: Exchange, max_value_bytes: int = DEFAULT_MAX_BYTES) -> Iter
                         f"value={short(describe_bytes(r.value, max_value_bytes))}")
                 if r.headers:
                     line += " headers=" + ",".join(
-                        f"{k}:{short(describe_bytes(v, max_value_bytes), 24)}"
+                        f"{escape_text(k)}:{short(describe_bytes(v, max_value_bytes), 24)}"
                         for k, v in r.headers)
                 if r.control is not None:
                     line += f" control={r.control.get('type_name')}"
@@ -453,6 +462,9 @@ def summary_parts(exchanges: dict, issues: dict, packets: int, skipped: dict,
 
 
 def issue_line(issue: DecodeIssue) -> str:
-    """One console line per standalone issue (prefixed with ``!``)."""
+    """One console line per standalone issue (prefixed with ``!``); the message (which may
+    quote names off the wire, such as a TLS server name) escaped by
+    :func:`~kafkasniff.text.escape_text`."""
     where = f"{issue.client} -> {issue.broker}" if issue.client else "capture"
-    return f"! {format_ts(issue.ts_ns)}  {where}  {issue.severity} {issue.kind}: {issue.message}"
+    return (f"! {format_ts(issue.ts_ns)}  {where}  {issue.severity} {issue.kind}: "
+            f"{escape_text(issue.message)}")

@@ -12,6 +12,8 @@ from __future__ import annotations
 import json
 from functools import lru_cache
 
+from kafkasniff.text import escape_text
+
 DEFAULT_MAX_BYTES = 256
 
 
@@ -84,15 +86,23 @@ def _printable(text: str) -> bool:
 def short(desc: dict | None, width: int = 60) -> str:
     """A one-line rendering of :func:`describe_bytes` output for the console: at most
     ``width`` characters (longer renderings end in ``…``), followed by the size (``(NB)``)
-    when ``describe_bytes`` capped the value."""
+    when ``describe_bytes`` capped the value.
+
+    Nothing a terminal acts on is written raw: text is shown in single quotes, escaped by
+    :func:`kafkasniff.text.escape_text` (``'a\\r\\n'``); JSON as compact JSON, whose
+    escapes are JSON's own (``\\u001b``), and all in ASCII (``\\u009b``, ``\\u202e``)
+    when it holds a character that JSON leaves raw but ``str.isprintable`` rejects (DEL,
+    C1 controls, format characters)."""
     if desc is None:
         return "null"
     if "schema_id" in desc:
         return f"[schema {desc['schema_id']}]{short(desc['payload'], width)}"
     if "json" in desc:
         text = json.dumps(desc["json"], ensure_ascii=False, separators=(",", ":"))
+        if not text.isprintable():
+            text = json.dumps(desc["json"], separators=(",", ":"))
     elif "text" in desc:
-        text = repr(desc["text"])
+        text = f"'{escape_text(desc['text'])}'"
     else:
         text = "0x" + desc["hex"]
     if len(text) > width:
