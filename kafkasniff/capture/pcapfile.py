@@ -36,6 +36,11 @@ interface of the first section (link type and timestamp resolution) and converts
 float seconds, losing nanoseconds; scapy's readers are several times slower per packet and
 build full packet objects we do not need.
 
+Opening: :func:`open_path` is how a path is opened (one-line errors); a FIFO or pipe is read
+once, so a command that checks its inputs before it starts (the TUI) uses
+:func:`probe_capture`, which hands such an input back as a stream that replays the bytes
+the check read.
+
 Seeking (used to find a frame's bytes again, :mod:`kafkasniff.capture.frames`): with
 ``checkpoint_every=N`` a source records a :class:`Checkpoint` (file offset, timestamp, reader
 state) at its first packet and every N packets after it; ``open_capture(path,
@@ -74,7 +79,10 @@ __all__ = [
     "READ_CHUNK_BYTES",
     "Checkpoint",
     "PacketSource",
+    "is_regular_file",
     "open_capture",
+    "open_path",
+    "probe_capture",
     "tpacket_v3_packets",
 ]
 
@@ -1216,19 +1224,8 @@ def open_capture(source: str | os.PathLike[str] | IO[bytes], *, checkpoint_every
             raise CaptureError(f"{name}: no binary standard input to read from")
         f: IO[bytes] = stdin_buffer
     elif isinstance(source, (str, os.PathLike)):
-        name = os.fspath(source)
-        if isinstance(name, bytes):
-            name = os.fsdecode(name)
-        try:
-            f = open(name, "rb", buffering=0)  # noqa: SIM115 - closed by PacketSource.close
-        except FileNotFoundError:
-            raise CaptureError(f"{name}: no such file") from None
-        except IsADirectoryError:
-            raise CaptureError(f"{name}: is a directory, not a capture file") from None
-        except PermissionError:
-            raise CaptureError(f"{name}: permission denied") from None
-        except OSError as exc:
-            raise CaptureError(f"{name}: cannot open: {_exc_text(exc)}") from None
+        name = _path_name(source)
+        f = open_path(name)
         closers.append(f.close)
     elif hasattr(source, "read"):
         f = source
@@ -1243,6 +1240,134 @@ def open_capture(source: str | os.PathLike[str] | IO[bytes], *, checkpoint_every
         raise
     packets.on_secrets = on_secrets
     return packets
+
+
+def _path_name(source: str | os.PathLike[str]) -> str:
+    name = os.fspath(source)
+    return os.fsdecode(name) if isinstance(name, bytes) else name
+
+
+def open_path(path: str | os.PathLike[str]) -> IO[bytes]:
+    """A capture path opened for reading (unbuffered binary), the one way every reader opens
+    one: a file, a named FIFO (this waits for its writer, as ``tcpdump -r`` does), a
+    ``/dev/fd/N`` pipe (``<(cat x.pcap)``), a character device. Raises
+    :class:`~kafkasniff.errors.CaptureError` with a one-line message naming the path:
+    ``no such file``, ``is a directory, not a capture file``, ``permission denied``,
+    ``cannot open: ...``."""
+    name = _path_name(path)
+    try:
+        return open(name, "rb", buffering=0)  # noqa: SIM115 - the caller closes it
+    except FileNotFoundError:
+        raise CaptureError(f"{name}: no such file") from None
+    except IsADirectoryError:
+        raise CaptureError(f"{name}: is a directory, not a capture file") from None
+    except PermissionError:
+        raise CaptureError(f"{name}: permission denied") from None
+    except OSError as exc:
+        raise CaptureError(f"{name}: cannot open: {_exc_text(exc)}") from None
+
+
+def is_regular_file(path: str | os.PathLike[str]) -> bool:
+    """``path`` names a regular file (it can be opened and read again); False for ``"-"``,
+    FIFOs, pipes, devices, directories and paths that do not exist."""
+    if not isinstance(path, (str, os.PathLike)) or os.fspath(path) == "-":
+        return False
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except (OSError, ValueError):
+        return False
+
+
+class _Replay:
+    """A stream that can be read only once (stdin, a named FIFO, a ``/dev/fd/N`` pipe) whose
+    first bytes are read twice: what is read before :meth:`rewind` is kept and handed out
+    again after it (the check of :func:`probe_capture`); then reads go to the stream."""
+
+    def __init__(self, f: IO[bytes], name: str, owned: bool) -> None:
+        self.name = name
+        self._f = f
+        self._owned = owned
+        self._read = _reader_of(f)
+        self._kept: list[bytes] | None = []
+        self._again = b""
+
+    def read(self, n: int = -1) -> bytes:
+        if self._again:
+            if n is None or n < 0 or n >= len(self._again):
+                data, self._again = self._again, b""
+            else:
+                data, self._again = self._again[:n], self._again[n:]
+            return data
+        data = self._read(n if n is not None and n >= 0 else READ_CHUNK_BYTES)
+        if self._kept is not None:
+            self._kept.append(data)
+        return data
+
+    read1 = read
+
+    def rewind(self) -> None:
+        """Hand out the bytes read so far again; keep nothing from here on."""
+        self._again = b"".join(self._kept or ()) + self._again
+        self._kept = None
+
+    def readable(self) -> bool:
+        return True
+
+    def fileno(self) -> int:
+        return self._f.fileno()
+
+    def close(self) -> None:
+        """Close the stream if :func:`probe_capture` opened it (not stdin or a caller's)."""
+        self._again = b""
+        if self._owned:
+            self._f.close()
+
+
+def probe_capture(source: str | os.PathLike[str] | IO[bytes],
+                  name: str | None = None) -> str | IO[bytes]:
+    """Check that ``source`` is a capture before a command starts its work (the TUI, before
+    it takes the terminal), without losing a byte of it.
+
+    A regular file is opened, its first bytes checked, and closed: its path is returned (it
+    can be opened again). Anything else, ``"-"`` (standard input), a named FIFO, a
+    ``/dev/fd/N`` pipe (``<(cat x.pcap)``), a character device or a binary file object
+    (``name`` names it in messages), can be read only once: it is opened here once and
+    returned as a binary stream that hands out again the bytes the check read; read that
+    stream (once; :func:`open_capture` takes it) and never the path again. Reading a FIFO
+    twice lost its first bytes and killed its writer with SIGPIPE.
+
+    Raises:
+        CaptureError: as :func:`open_capture` (missing, a directory, unreadable, empty, not
+            a capture).
+    """
+    owned = False
+    if isinstance(source, (str, os.PathLike)):
+        path = _path_name(source)
+        if path == "-":
+            f = getattr(sys.stdin, "buffer", None)
+            if f is None:
+                raise CaptureError("<stdin>: no binary standard input to read from")
+            name = "<stdin>"
+        elif is_regular_file(path):
+            open_capture(path).close()
+            return path
+        else:
+            f = open_path(path)
+            owned = True
+            name = path
+    elif hasattr(source, "read"):
+        f = source
+        name = name or str(getattr(source, "name", "") or "<stream>")
+    else:
+        raise CaptureError(f"{source!r}: not a path, '-', or a binary file object")
+    replay = _Replay(f, name, owned)
+    try:
+        open_capture(replay).close()
+    except BaseException:
+        replay.close()
+        raise
+    replay.rewind()
+    return replay
 
 
 def _size_from_here(f: IO[bytes]) -> int | None:

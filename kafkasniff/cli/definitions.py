@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from kafkasniff.cli.inputs import fail
+from kafkasniff.cli.inputs import check_definitions_dir, fail
 from kafkasniff.errors import KafkaSniffError
 from kafkasniff.text import plural
 
@@ -58,8 +58,9 @@ def definitions_generate(specs, dropped, errors_file, manifest_file, output, api
 
 
 @definitions_group.command("list")
-@click.option("--definitions", "directory", type=click.Path(file_okay=False, exists=True),
-              default=None, help="Definitions directory (default: the installed ones).")
+@click.option("--definitions", "directory", type=click.Path(readable=False), default=None,
+              callback=check_definitions_dir,
+              help="Definitions directory (default: the installed ones).")
 def definitions_list(directory):
     """List every API key with its versions and first flexible version."""
     from kafkasniff.protocol.schema import Definitions

@@ -64,14 +64,30 @@ budget_option = click.option(
 
 
 def _store_keylogs(ctx: click.Context, _param, paths: tuple[str, ...]):
+    for path in paths:
+        if os.path.isdir(path):
+            fail(f"--tls-keylog {path}: is a directory")
     if paths:
         ctx.meta["kafkasniff.tls_keylog"] = tuple(paths)
     return paths
 
 
+def check_definitions_dir(_ctx, _param, path: str | None) -> str | None:
+    """Click callback of ``--definitions``: an existing directory, else one line (exit 2)."""
+    if path is not None and not os.path.isdir(path):
+        fail(f"--definitions {path}: "
+             f"{'not a directory' if os.path.exists(path) else 'no such directory'}")
+    return path
+
+
+#: the type of a capture input (FILE..., -r): a path or '-', checked by the reader itself
+#: (one-line errors: a directory, a missing or unreadable file; a FIFO is opened once)
+CAPTURE_PATH = click.Path(allow_dash=True, readable=False)
+
+
 tls_keylog_option = click.option(
     "--tls-keylog", "tls_keylog", multiple=True, metavar="FILE", expose_value=False,
-    type=click.Path(dir_okay=False), callback=_store_keylogs,
+    type=click.Path(readable=False), callback=_store_keylogs,
     help="NSS key log of TLS session secrets (repeatable; the format of Wireshark's "
          "tls.keylog_file, SSLKEYLOGFILE): decrypt TLS connections and decode the Kafka "
          "inside (docs/tls.md).")
@@ -80,9 +96,8 @@ tls_keylog_option = click.option(
 def input_options(func):
     """Decorate a command with the capture input options (tshark-like)."""
     opts = [
-        click.argument("files", nargs=-1, type=click.Path(allow_dash=True, dir_okay=False)),
-        click.option("-r", "--read-file", "read_files", multiple=True,
-                     type=click.Path(allow_dash=True, dir_okay=False),
+        click.argument("files", nargs=-1, type=CAPTURE_PATH),
+        click.option("-r", "--read-file", "read_files", multiple=True, type=CAPTURE_PATH,
                      help="Capture file to read (repeatable; '-' for stdin), like tshark -r."),
         click.option("--port", "ports", multiple=True, type=click.IntRange(1, 65535),
                      default=(9092,), show_default=True,
@@ -91,9 +106,10 @@ def input_options(func):
                      help="Also find Kafka on any port by recognising request headers."),
         click.option("--max-frame-bytes", type=click.IntRange(16), default=100 * 1024 * 1024,
                      show_default=True, help="Largest Kafka frame accepted (bytes)."),
-        click.option("--definitions", type=click.Path(file_okay=False, exists=True),
-                     default=None, help="Directory of generated definitions to decode with "
-                                        "(default: the installed ones)."),
+        click.option("--definitions", type=click.Path(readable=False),
+                     default=None, callback=check_definitions_dir,
+                     help="Directory of generated definitions to decode with "
+                          "(default: the installed ones)."),
         click.option("--max-uncompressed-bytes", type=click.IntRange(1024),
                      default=64 * 1024 * 1024, show_default=True,
                      help="Largest decompressed size of one record batch; beyond it the batch "

@@ -16,7 +16,9 @@ import time
 import click
 
 from kafkasniff.cli.inputs import (
+    CAPTURE_PATH,
     budget_option,
+    check_definitions_dir,
     fail,
     filter_options,
     output_dir,
@@ -43,8 +45,7 @@ def _tui_available() -> bool:
 @click.option("-i", "--interface", "iface", default=None, metavar="IFACE",
               help="Interface to capture on ('any' for all, cooked frames). Needs root or "
                    "CAP_NET_RAW.")
-@click.option("-r", "--read-file", "read_file", default=None,
-              type=click.Path(allow_dash=True, dir_okay=False),
+@click.option("-r", "--read-file", "read_file", default=None, type=CAPTURE_PATH,
               help="Read a pcap/pcapng stream instead: '-' for stdin "
                    "(tcpdump -i eth0 -U -w - | kafkasniff live -r -), or a file.")
 @click.option("-f", "--filter", "bpf", default=None, metavar="BPF",
@@ -58,7 +59,8 @@ def _tui_available() -> bool:
                    "wider -f to capture other ports).")
 @click.option("--max-frame-bytes", type=click.IntRange(16), default=100 * 1024 * 1024,
               show_default=True, help="Largest Kafka frame accepted (bytes).")
-@click.option("--definitions", type=click.Path(file_okay=False, exists=True), default=None,
+@click.option("--definitions", type=click.Path(readable=False), default=None,
+              callback=check_definitions_dir,
               help="Directory of generated definitions to decode with.")
 @click.option("--max-uncompressed-bytes", type=click.IntRange(1024), default=64 * 1024 * 1024,
               show_default=True, help="Largest decompressed size of one record batch.")

@@ -20,7 +20,7 @@ from kafkasniff.cli.inputs import fail, input_options, output_dir, parse_inputs
                    "directory; made when missing).")
 @click.option("--view", "initial_tab", default="exchanges", show_default=True,
               type=click.Choice(["overview", "exchanges", "connections", "clients", "topics",
-                                 "issues"]), help="View shown first.")
+                                 "issues", "groups"]), help="View shown first.")
 def tui_command(files, read_files, ports, detect, max_frame_bytes, definitions,
                 max_uncompressed_bytes, wire_format, show_secrets, save_dir, initial_tab):
     """Browse captures in a terminal UI: dashboards, exchanges, detail with hex view.
@@ -34,22 +34,27 @@ def tui_command(files, read_files, ports, detect, max_frame_bytes, definitions,
         raise click.UsageError("'-' reads a capture from stdin, but stdin is a terminal")
     if save_dir is not None:
         output_dir(save_dir, "--save-dir")      # before the terminal is taken
-    from kafkasniff.capture.pcapfile import open_capture
+    import os
+
+    from kafkasniff.capture.pcapfile import probe_capture
     from kafkasniff.errors import KafkaSniffError
 
-    for src in inp.sources:       # fail like the other commands before taking the terminal
-        if src != "-":
-            try:
-                open_capture(src).close()
-            except KafkaSniffError as exc:
-                fail(str(exc))
     stdin = None
     if "-" in inp.sources:
-        # the UI needs the terminal: read the capture from a duplicate of stdin, then point
-        # stdin at the terminal
-        import os
-
+        # the UI needs the terminal: the capture is read from a duplicate of stdin, and
+        # stdin then points at the terminal
         stdin = os.fdopen(os.dup(0), "rb", buffering=0)
+    # every input checked like the other commands do, before the terminal is taken; what
+    # can be read only once (stdin, a FIFO, <(cat x.pcap)) comes back as a stream that
+    # replays the bytes the check read, and the source reads that stream, never the path
+    inputs = []
+    for src in inp.sources:
+        try:
+            inputs.append(probe_capture(stdin, "<stdin>") if src == "-" else
+                          probe_capture(src))
+        except KafkaSniffError as exc:
+            fail(str(exc))
+    if stdin is not None:
         try:
             tty = open("/dev/tty", "rb")  # noqa: SIM115 - kept open for the app's lifetime
             os.dup2(tty.fileno(), 0)
@@ -60,7 +65,7 @@ def tui_command(files, read_files, ports, detect, max_frame_bytes, definitions,
     from kafkasniff.tui.app import KafkaSniffApp, configure_process
     from kafkasniff.tui.source import FileSource
 
-    source = FileSource(inp.sources, inp.pipeline_options(), stdin=stdin)
+    source = FileSource(inputs, inp.pipeline_options())
     app = KafkaSniffApp(source, save_dir=save_dir, initial_tab=initial_tab)
     configure_process()
     app.run()

@@ -584,10 +584,11 @@ class _IdleAwareStdin:
 
 
 class StreamBackend(Backend):
-    """Packets from a pcap/pcapng stream (stdin) or file, through ``open_capture``.
+    """Packets from a pcap/pcapng stream (stdin, a named FIFO, a ``/dev/fd/N`` pipe) or
+    file, through ``open_capture``.
 
     Args:
-        source: ``"-"`` (stdin) or a path.
+        source: ``"-"`` (stdin) or a path (a FIFO or pipe is read like stdin).
         fd: the descriptor ``"-"`` reads (stdin, or a duplicate of it when the terminal UI
             takes stdin back for the keyboard).
 
@@ -598,15 +599,27 @@ class StreamBackend(Backend):
     kind = "stream"
 
     def __init__(self, source: str, fd: int = 0) -> None:
-        from kafkasniff.capture.pcapfile import open_capture
+        from kafkasniff.capture.pcapfile import is_regular_file, open_capture, open_path
 
         #: ``on_secrets(secrets_type, data)`` for the stream's pcapng Decryption Secrets
         #: Blocks (set in the capture process: the dispatcher sends them to every decoder)
         self.on_secrets: Callable[[int, bytes], None] | None = None
-        if source == "-":
-            self.name = "<stdin>"
-            self.reader = _IdleAwareStdin(fd, "<stdin>")
-            self.packets = open_capture(self.reader, on_secrets=self._secrets)
+        self._file = None
+        if source == "-" or not is_regular_file(source):
+            # stdin, a named FIFO, a /dev/fd/N pipe: read as stdin is (batches flushed while
+            # the writer is quiet, an orderly stop while it writes nothing); a path is
+            # opened once (a directory or a missing file: one-line CaptureError)
+            if source != "-":
+                self._file = open_path(source)
+                fd = self._file.fileno()
+            self.name = "<stdin>" if source == "-" else source
+            self.reader = _IdleAwareStdin(fd, self.name)
+            try:
+                self.packets = open_capture(self.reader, on_secrets=self._secrets)
+            except BaseException:
+                if self._file is not None:
+                    self._file.close()
+                raise
             self.pipe = not stat.S_ISREG(os.fstat(fd).st_mode)
         else:
             self.name = source
@@ -648,6 +661,8 @@ class StreamBackend(Backend):
             self.packets.close()
         except Exception:  # noqa: BLE001
             pass
+        if self._file is not None:
+            self._file.close()
 
 
 def open_live(iface: Interface, bpf: list, backend: str = "ring",

@@ -234,12 +234,13 @@ class ThreadedSource(DataSource):
 
 
 class _Tee:
-    """Reads from ``raw`` and appends every byte read to ``copy`` (stdin spooling)."""
+    """Reads from ``raw`` and appends every byte read to ``copy`` (the spooling of an input
+    that can be read only once: stdin, a FIFO, a pipe)."""
 
-    def __init__(self, raw, copy) -> None:
+    def __init__(self, raw, copy, name: str = "<stdin>") -> None:
         self._read = getattr(raw, "read1", None) or raw.read
         self.copy = copy
-        self.name = "<stdin>"
+        self.name = name
 
     def read(self, n: int = -1) -> bytes:
         data = self._read(n if n >= 0 else 1 << 20)
@@ -256,8 +257,12 @@ class FileSource(ThreadedSource):
     """Capture files decoded by :class:`~kafkasniff.pipeline.Pipeline` in a worker thread.
 
     Args:
-        sources: paths (``"-"``: stdin, spooled to a temporary file so that frames can be
-            read again; removed by :meth:`stop`).
+        sources: paths, ``"-"`` (stdin) or binary streams (what
+            :func:`~kafkasniff.capture.pcapfile.probe_capture` returns for an input that can
+            be read only once). What cannot be read again, stdin, a stream, a path that is
+            not a regular file (a named FIFO, a ``/dev/fd/N`` pipe), is read once and
+            spooled to a temporary file as it is read, so that frames can be found again
+            (the spools are removed by :meth:`stop`); a stream is closed once read.
         options: :class:`~kafkasniff.pipeline.PipelineOptions` (``meta_records`` is turned
             on: the connections view needs the connection summaries).
         checkpoint_every: packets between two checkpoints of the sparse index.
@@ -285,13 +290,13 @@ class FileSource(ThreadedSource):
         super().__init__()
         from kafkasniff.pipeline import PipelineOptions
 
-        self.sources = [str(s) for s in sources]
+        self.sources = [s if hasattr(s, "read") else str(s) for s in sources]
         base = options or PipelineOptions()
         self.options = replace(base, meta_records=True)
         self.show_secrets = self.options.show_secrets
         self.checkpoint_every = checkpoint_every
         self.interval_s = interval_s
-        names = [os.path.basename(s) if s != "-" else "<stdin>" for s in self.sources]
+        names = [_input_name(s) for s in self.sources]
         self.title = " ".join(names)
         if len(names) > 1:
             self.short_title = f"{names[0]} +{len(names) - 1} files"
@@ -299,7 +304,7 @@ class FileSource(ThreadedSource):
         self.finder = FrameFinder(self.index)
         self.pipeline = None
         self._stdin = stdin
-        self._spool: str | None = None
+        self._spools: list[str] = []
         self._detail_content = None
         self._ctx_lock = threading.Lock()
         self.few_rows = 100
@@ -307,13 +312,29 @@ class FileSource(ThreadedSource):
 
     # ------------------------------------------------------------------ the thread
     def _sizes(self) -> list[int | None]:
+        from kafkasniff.capture.pcapfile import is_regular_file
+
         out = []
         for s in self.sources:
             try:
-                out.append(os.path.getsize(s) if s != "-" else None)
+                out.append(os.path.getsize(s) if is_regular_file(s) else None)
             except OSError:
                 out.append(None)
         return out
+
+    def _read_once(self, src):
+        """The stream of an input that can be read only once (stdin, a stream, a FIFO or
+        pipe path), and whether it is ours to close; ``None`` for a regular file (or a path
+        that cannot be opened: :meth:`Pipeline.open` says why)."""
+        from kafkasniff.capture.pcapfile import is_regular_file, open_path
+
+        if hasattr(src, "read"):
+            return src, True
+        if src == "-":
+            return (self._stdin if self._stdin is not None else sys.stdin.buffer), False
+        if is_regular_file(src) or not os.path.exists(src) or os.path.isdir(src):
+            return None
+        return open_path(src), True
 
     def _run(self) -> None:
         from kafkasniff.groups.analysis import GroupAnalyzer
@@ -373,48 +394,56 @@ class FileSource(ThreadedSource):
                          Progress(done, total, False, finished, pipe.stats.packets, exchanges,
                                   current, time.monotonic() - self.t0), groups=report)
 
-        for no, src in enumerate(self.sources):
-            name = "<stdin>" if src == "-" else os.path.basename(src)
-            if src == "-":
-                spool = tempfile.NamedTemporaryFile(prefix="kafkasniff-stdin-", suffix=".cap",
-                                                    delete=False)
-                self._spool = spool.name
-                raw = self._stdin if self._stdin is not None else sys.stdin.buffer
-                opened = pipe.open(_Tee(raw, spool), checkpoint_every=self.checkpoint_every)
-                path, seekable = spool.name, not opened.compressed
-            else:
-                spool = None
-                opened = pipe.open(src, checkpoint_every=self.checkpoint_every)
-                path, seekable = src, opened.seekable
-            fno = self.index.add_file(path, seekable)
-            ncp = 0
-            with opened as packets:
-                feed = pipe.feed
-                n = 0
-                for pkt in packets:
-                    out = feed(pkt)
-                    if out:
-                        exchanges += handle(out)
-                    n += 1
-                    if not n & 511:
-                        cps = packets.checkpoints
-                        if len(cps) > ncp:
-                            self.index.add_checkpoints(fno, cps[ncp:])
-                            ncp = len(cps)
-                        now = time.monotonic()
-                        if now >= next_pub:
-                            next_pub = now + self.interval_s
-                            publish(name, done_before + packets.bytes_read)
-                        if stop.is_set():
-                            return
-                cps = packets.checkpoints
-                self.index.add_checkpoints(fno, cps[ncp:])
-                for issue in packets.issues:
-                    handle([pipe.feed_issue(issue)])
-                pipe.account_source(packets.accounting())
-                done_before += packets.bytes_read
-            if spool is not None:
-                spool.close()
+        for src in self.sources:
+            name = _input_name(src)
+            once = self._read_once(src)
+            spool = raw = None
+            try:
+                if once is not None:
+                    # read once: spooled as it is read, the detail finds its frames in the copy
+                    stream, ours = once
+                    raw = stream if ours else None
+                    spool = tempfile.NamedTemporaryFile(prefix="kafkasniff-input-",
+                                                        suffix=".cap", delete=False)
+                    self._spools.append(spool.name)
+                    opened = pipe.open(_Tee(stream, spool, _input_name(src, full=True)),
+                                       checkpoint_every=self.checkpoint_every)
+                    path, seekable = spool.name, not opened.compressed
+                else:
+                    opened = pipe.open(src, checkpoint_every=self.checkpoint_every)
+                    path, seekable = src, opened.seekable
+                fno = self.index.add_file(path, seekable)
+                ncp = 0
+                with opened as packets:
+                    feed = pipe.feed
+                    n = 0
+                    for pkt in packets:
+                        out = feed(pkt)
+                        if out:
+                            exchanges += handle(out)
+                        n += 1
+                        if not n & 511:
+                            cps = packets.checkpoints
+                            if len(cps) > ncp:
+                                self.index.add_checkpoints(fno, cps[ncp:])
+                                ncp = len(cps)
+                            now = time.monotonic()
+                            if now >= next_pub:
+                                next_pub = now + self.interval_s
+                                publish(name, done_before + packets.bytes_read)
+                            if stop.is_set():
+                                return
+                    cps = packets.checkpoints
+                    self.index.add_checkpoints(fno, cps[ncp:])
+                    for issue in packets.issues:
+                        handle([pipe.feed_issue(issue)])
+                    pipe.account_source(packets.accounting())
+                    done_before += packets.bytes_read
+            finally:
+                if spool is not None:
+                    spool.close()
+                if raw is not None:
+                    raw.close()
         exchanges += handle(pipe.finish())
         publish("", done_before, finished=True)
 
@@ -521,12 +550,23 @@ class FileSource(ThreadedSource):
 
     def stop(self) -> None:
         super().stop()
-        if self._spool is not None:
+        spools, self._spools = self._spools, []
+        for path in spools:
             try:
-                os.unlink(self._spool)
+                os.unlink(path)
             except OSError:
                 pass
-            self._spool = None
+
+
+def _input_name(src, full: bool = False) -> str:
+    """How an input is named: ``<stdin>`` for ``"-"``, a path's base name (``full``: the
+    path, as messages name it), a stream's name."""
+    if hasattr(src, "read"):
+        name = getattr(src, "name", "")
+        name = name if isinstance(name, str) and name else "<stream>"
+    else:
+        name = "<stdin>" if src == "-" else str(src)
+    return name if full or name.startswith("<") else os.path.basename(name)
 
 
 def _unlocatable_note(ex: Exchange) -> str:

@@ -732,3 +732,63 @@ def test_split_records_needs_a_pcap_from_its_start():
     outs, counts, _, src = split_all(PCAP_BLOB[:20])      # no whole file header
     assert outs == {} and counts == [0, 0, 0]
     assert [i.kind for i in src.issues] == [IssueKind.CAPTURE_TRUNCATED]
+
+
+# --------------------------------------------------------------------------- probe_capture
+
+
+def _pcap_bytes(n: int = 50) -> bytes:
+    return b.pcap([(1_700_000_000 + i, i, frame(i, 700)) for i in range(n)])
+
+
+def test_probe_capture_regular_file_returns_its_path(tmp_path):
+    from kafkasniff.capture.pcapfile import probe_capture
+
+    path = tmp_path / "x.pcap"
+    path.write_bytes(_pcap_bytes())
+    assert probe_capture(str(path)) == str(path)
+    (tmp_path / "bad.pcap").write_bytes(b"hello, not a capture")
+    with pytest.raises(CaptureError, match="bad.pcap: not a pcap or pcapng file"):
+        probe_capture(str(tmp_path / "bad.pcap"))
+    with pytest.raises(CaptureError, match="is a directory, not a capture file"):
+        probe_capture(str(tmp_path))
+    with pytest.raises(CaptureError, match="no such file"):
+        probe_capture(str(tmp_path / "missing.pcap"))
+
+
+@pytest.mark.parametrize("gz", [False, True])
+def test_probe_capture_fifo_read_once_every_byte_kept(tmp_path, gz):
+    """A FIFO is opened once: the stream returned replays what the check read, then reads
+    on (issue 45, item 6); the writer is never cut off."""
+    from kafkasniff.capture.pcapfile import probe_capture
+
+    data = _pcap_bytes(400)
+    if gz:
+        data = gzip.compress(data)
+    src = tmp_path / "x.pcap"
+    src.write_bytes(data)
+    fifo = tmp_path / "x.fifo"
+    os.mkfifo(fifo)
+    writer = subprocess.Popen(["sh", "-c", 'exec cat "$0" > "$1"', str(src), str(fifo)])
+    try:
+        stream = probe_capture(str(fifo))
+        assert not isinstance(stream, str) and stream.name == str(fifo)
+        want, _ = read_all(str(src))
+        got, source = read_all(stream)
+        stream.close()
+        assert writer.wait(30) == 0
+    finally:
+        if writer.poll() is None:
+            writer.kill()
+    assert [(p.ts_ns, p.data) for p in got] == [(p.ts_ns, p.data) for p in want]
+    assert not source.issues
+
+
+def test_probe_capture_stream_not_a_capture():
+    from kafkasniff.capture.pcapfile import probe_capture
+
+    with pytest.raises(CaptureError, match=r"^<pipe>: not a pcap or pcapng file"):
+        probe_capture(io.BytesIO(b"hello, world, not a capture"), "<pipe>")
+    stream = probe_capture(io.BytesIO(_pcap_bytes(3)), "<pipe>")
+    got, _ = read_all(stream)
+    assert len(got) == 3

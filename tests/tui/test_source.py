@@ -148,10 +148,44 @@ def test_inputs_that_cannot_seek(tmp_path, kind):
         d = src.detail(store.row(i), store.row_issues(i))
         assert exchange_to_dict(d.exchange) == exchange_to_dict(ref[i])
         assert d.frames["request"].data[:4] == (ref[i].request.frame_bytes - 4).to_bytes(4, "big")
-    spool = src._spool
-    assert (spool is not None) == kind.startswith("stdin")
+    spools = list(src._spools)
+    assert len(spools) == (1 if kind.startswith("stdin") else 0)
     src.stop()
-    if spool:
-        import os
+    import os
 
-        assert not os.path.exists(spool)
+    assert not any(os.path.exists(p) for p in spools)
+
+
+def test_a_named_fifo_is_read_once_and_its_frames_found_again(tmp_path):
+    """A FIFO given as a path (issue 45, item 6): read once, spooled as it is read; the
+    writer is never cut off, and the detail finds the frames in the spool (opening the FIFO
+    again would wait for a writer that is gone)."""
+    import os
+    import subprocess
+
+    fifo = tmp_path / "cap.fifo"
+    os.mkfifo(fifo)
+    writer = subprocess.Popen(["sh", "-c", 'exec cat "$0" > "$1"', str(ERR), str(fifo)])
+    src = FileSource([str(fifo)])
+    try:
+        store = load_store(src)
+        assert writer.wait(30) == 0             # not killed by SIGPIPE
+        assert len(store) == 115 and src.error is None
+        ref = decode_capture(ERR, with_records=True).exchanges
+        got: list = []
+        t = threading.Thread(target=lambda: got.append(src.detail(store.row(50),
+                                                                  store.row_issues(50))),
+                             daemon=True)
+        t.start()
+        t.join(30)
+        assert got, "the detail waited on the FIFO"
+        assert exchange_to_dict(got[0].exchange) == exchange_to_dict(ref[50])
+        assert len(src._spools) == 1
+    finally:
+        if writer.poll() is None:
+            writer.kill()
+        try:        # a reader still waiting for a writer gets one (and end of file)
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        except OSError:
+            pass
+        src.stop()
