@@ -101,3 +101,20 @@ def test_short_escapes_text_and_what_json_leaves_raw():
     assert short(describe_bytes('{"m": "café"}'.encode())) == '{"m":"café"}'
     # the cut is made on the escaped text: the width holds
     assert len(short(describe_bytes(b"\t" * 100), 20)) == 20
+
+
+def test_sasl_user_and_mechanism_are_escaped():
+    import dataclasses
+
+    from kafkasniff.output.render import exchange_line
+    from tests.conftest import CAPTURES, decode_capture
+
+    [ex] = [e for e in decode_capture(CAPTURES / "crafted_sasl.pcap").exchanges
+            if e.api_name == "SaslAuthenticate"][:1]
+    auth = dict(ex.request.body["auth_bytes"], mechanism="PLAIN\x1b]0;t\x07",
+                username="alice\nkafkasniff: forged line\x9b")
+    ex = dataclasses.replace(ex, request=dataclasses.replace(
+        ex.request, body=dict(ex.request.body, auth_bytes=auth)))
+    line = exchange_line(ex)
+    assert_terminal_safe(line)
+    assert r"sasl=PLAIN\x1b]0;t\x07 user=alice\nkafkasniff: forged line\x9b" in line
