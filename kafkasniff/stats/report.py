@@ -1,10 +1,15 @@
-"""Text tables of an :class:`~kafkasniff.stats.aggregate.Aggregator` report (``kafkasniff stats``)."""
+"""Text tables of an :class:`~kafkasniff.stats.aggregate.Aggregator` report (``kafkasniff stats``).
+
+The keys of the tables (client_ids, topics, which peers choose) are escaped by
+:func:`kafkasniff.text.escape_text`: one row per line, no control character reaches the
+terminal. :func:`render_table` writes cells as given: its callers escape the names.
+"""
 
 from __future__ import annotations
 
 from kafkasniff.output.render import bytes_part
 from kafkasniff.stats.aggregate import PERCENTILE_RULE
-from kafkasniff.text import plural
+from kafkasniff.text import escape_text, plural
 
 
 def _ms(ns) -> str:
@@ -30,7 +35,9 @@ def _errors(d: dict, limit: int = 3) -> str:
 def render_table(title: str, header: list[str], rows: list[list[str]]) -> str:
     """A plain text table: ``title``, the header, a rule, one line per row (each row as many
     cells as ``header``); cells of later columns that start with a digit, or are ``-``, are
-    right-aligned. Ends with a newline; ``(none)`` stands for no rows."""
+    right-aligned. Ends with a newline; ``(none)`` stands for no rows. Cells are written as
+    given: names off the wire must come escaped (:func:`kafkasniff.text.escape_text`), once
+    (a cell escaped twice would show its backslashes doubled)."""
     if not rows:
         return f"{title}\n  (none)\n"
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
@@ -48,7 +55,8 @@ def render_table(title: str, header: list[str], rows: list[list[str]]) -> str:
 
 
 def _rows(table: dict, top: int) -> list[list[str]]:
-    return [[str(key), str(r["count"]), str(r["error_exchanges"]), _errors(r["errors"]),
+    return [[escape_text(str(key)), str(r["count"]), str(r["error_exchanges"]),
+             _errors(r["errors"]),
              _ms(r["latency_p50_ns"]), _ms(r["latency_p90_ns"]), _ms(r["latency_p99_ns"]),
              _ms(r["latency_max_ns"]), str(r["long_polls"]), _ms(r["long_poll_p50_ns"]),
              str(r["throttled"]), str(r["throttle_total_ms"]),
