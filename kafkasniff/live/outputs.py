@@ -301,9 +301,11 @@ class DecoderSink:
         if mode == "lines":
             text = self._render.exchange_line(ex, self.color)
             if self.with_records:
-                lines = self._render.record_lines(ex, self.value_bytes)
+                # record_lines is a generator: joined, an exchange without records adds none
+                # (it added an empty line)
+                lines = "\n".join(self._render.record_lines(ex, self.value_bytes))
                 if lines:
-                    text += "\n" + "\n".join(lines)
+                    text += "\n" + lines
             self.items.append(("e", text))
         elif mode == "json":
             self.items.append(("e", json.dumps(
