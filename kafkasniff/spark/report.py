@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import Callable
 
 from kafkasniff.spark.groups_report import GROUP_REPORTS, build_group_reports
+from kafkasniff.text import escape_text
 
 __all__ = [
     "PERCENTILE_ACCURACY",
@@ -403,6 +404,8 @@ def format_number(v: float) -> str:
 
 
 def _cell(name: str, v) -> str:
+    """A value as :func:`render_rows` shows it; text (names off the wire: client_ids, topics,
+    group ids ...) escaped by :func:`kafkasniff.text.escape_text`."""
     if v is None:
         return "-"
     if name.endswith("_ns") and isinstance(v, int):
@@ -414,8 +417,8 @@ def _cell(name: str, v) -> str:
     if hasattr(v, "strftime"):
         return v.strftime("%Y-%m-%d %H:%M:%S")
     if isinstance(v, (list, tuple)):
-        return ",".join(map(str, v))
-    return str(v)
+        return escape_text(",".join(map(str, v)))
+    return escape_text(str(v))
 
 
 def _header(name: str) -> str:
