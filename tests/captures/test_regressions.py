@@ -220,3 +220,26 @@ def test_fuzz_d1f98dda_a_million_identical_control_records():
         types.add(r.control["type_name"])
     assert n == 1_000_000 and len(types) == 1
     assert all_issue_kinds(d.exchanges, d.issues) == ["frame_truncated"]
+
+
+def test_hostile_names_are_decoded_exactly():
+    """Names carrying terminal controls (client_id, topics, a header key, a group's ids, a TLS
+    server name): the decode keeps them exact; the text outputs escape them (tests of each
+    output: tests/output, tests/stats, tests/groups, tests/live, tests/spark ``test_escaping``;
+    the property test: tests/test_text.py)."""
+    from tests.support.terminal import craft_regressions
+
+    cr = craft_regressions()
+    d = decode_capture(REGRESSIONS / "hostile_names.pcap", with_records=True)
+    assert [ex.api_name for ex in d.exchanges] == [
+        "Metadata", "Produce", "Fetch", "FindCoordinator", "JoinGroup", "SyncGroup",
+        "Heartbeat", "OffsetCommit", "DescribeGroups"]
+    assert all(ex.status == "paired" and not ex.issues for ex in d.exchanges)
+    assert {ex.client_id for ex in d.exchanges} == {cr.HOSTILE["client_id"],
+                                                    cr.HOSTILE["consumer_client_id"]}
+    assert d.exchanges[0].topics == (cr.HOSTILE["topic"], cr.HOSTILE["topic2"])
+    [((key, _),)] = {r.headers for loc in d.exchanges[1].record_fields
+                  for b in loc.records.decoded.batches for r in b.records if r.headers}
+    assert key == cr.HOSTILE["header_key"]
+    [tls] = d.issues
+    assert tls.kind == "tls_connection" and f"SNI {cr.HOSTILE_SNI.decode()}" in tls.message
