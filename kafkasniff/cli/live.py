@@ -394,8 +394,6 @@ def live_command(iface, read_file, bpf, ports, detect, max_frame_bytes, definiti
         out.flush()
     except BrokenPipeError:
         pass
-    for issue in session.capture_issues:
-        click.echo(f"kafkasniff: {issue.message}", err=True)
     if not quiet:
         from kafkasniff.live.outputs import summary_line
 

@@ -168,6 +168,7 @@ PACKET_FANOUT_HASH = 0
 KIND_RECORDS = 1          # <ts_ns, caplen, orig_len, link_type> + bytes, repeated
 KIND_TPACKET_V3 = 2       # one TPACKET_V3 block as the kernel wrote it
 KIND_SECRETS = 3          # a pcapng Decryption Secrets Block: <u32 secrets type> + its data
+KIND_SOURCE_END = 4       # the end of a -r stream: pickled (issues, accounting), decoder 0
 FLAG_COOKED = 1           # build an SLL2 header from each packet's sockaddr_ll
 FLAG_SKIP_OUTGOING = 2    # skip PACKET_OUTGOING copies (loopback, kernels before 4.20)
 batch_header = struct.Struct("<HHI")
@@ -629,6 +630,8 @@ class StreamBackend(Backend):
         self._iter = iter(self.packets)
         self.link_type = self.packets.link_types.get(0, 1)
         self.exhausted = False
+        #: the stream was read to its end (not cut short by a stop): its accounting is whole
+        self.ended = False
         self.issues = self.packets.issues
 
     def _secrets(self, secrets_type: int, data: bytes) -> None:
@@ -652,9 +655,17 @@ class StreamBackend(Backend):
                 if n >= budget:
                     return n
         except _StopReading:
-            pass
-        self.exhausted = True
+            self.exhausted = True
+            return n
+        self.exhausted = self.ended = True
         return n
+
+    def source_end(self) -> tuple[list, dict | None]:
+        """What the end of the stream reports, as ``read`` does at the end of a file: the
+        damage met (:class:`~kafkasniff.issues.DecodeIssue` list) and, when the stream was
+        read to its end, where its bytes went (:meth:`PacketSource.accounting
+        <kafkasniff.capture.pcapfile.PacketSource.accounting>`; ``None`` after a stop)."""
+        return list(self.issues), (self.packets.accounting() if self.ended else None)
 
     def close(self) -> None:
         try:

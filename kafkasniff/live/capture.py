@@ -23,7 +23,7 @@ from kafkasniff.live.config import (C_DISPATCHED, C_DONE, C_KERNEL_DROPS, C_KERN
                                     C_PACKETS, C_PACKETS_AT_STATS, C_QUEUE_DROPS,
                                     C_RING_PENDING, C_STARTED_NS, C_WRITTEN, LiveConfig)
 from kafkasniff.live.dispatch import Dispatcher
-from kafkasniff.live.messages import CaptureFailed, CaptureIssues
+from kafkasniff.live.messages import CaptureFailed
 from kafkasniff.live.procs import ignore_signals, profiled
 
 __all__ = ["capture_main"]
@@ -45,9 +45,9 @@ def capture_main(backend, cfg: LiveConfig, queues: list, counters, stop_ev, errq
             set to 1 when the process ends, whatever the reason.
         stop_ev: the stop event (set by the collector; set here too when the main process
             disappears).
-        errq: the error queue: :class:`~kafkasniff.live.messages.CaptureIssues` at the end
-            of a stream that had problems, :class:`~kafkasniff.live.messages.CaptureFailed`
-            when this body raises (nothing propagates).
+        errq: the error queue: :class:`~kafkasniff.live.messages.CaptureFailed` when this
+            body raises (nothing propagates). The damage of a ``-r`` stream and its own bytes
+            go to decoder 0 (:meth:`~kafkasniff.live.dispatch.Dispatcher.add_source_end`).
     """
     ignore_signals()
     parent = os.getppid()
@@ -132,14 +132,15 @@ def capture_main(backend, cfg: LiveConfig, queues: list, counters, stop_ev, errq
             else:
                 while read(0) > 0:
                     tick()
+        if stream:
+            # as read does at the end of a file: the stream's damage and its own bytes
+            disp.add_source_end(*backend.source_end())
         # final counters, then the last batches (blocking: nothing more to protect)
         disp.flush_all(final=True)
         if writer is not None:
             writer.close()
         publish(time.monotonic())
         counters[C_RING_PENDING] = 0
-        if stream and getattr(backend, "issues", None):
-            errq.put(CaptureIssues([i for i in backend.issues]))
     except BaseException as exc:  # noqa: BLE001 - reported to the collector
         errq.put(CaptureFailed(f"{type(exc).__name__}: {exc}", traceback.format_exc()))
     finally:

@@ -23,9 +23,9 @@ from kafkasniff.live.config import (C_DISPATCHED, C_DONE, C_KERNEL_DROPS, C_KERN
                                     C_STARTED_NS, C_WRITTEN, CONN_ID_STRIDE, N_COUNTERS,
                                     LiveConfig)
 from kafkasniff.live.decoder import decoder_main
-from kafkasniff.live.messages import (AllFed, CaptureFailed, CaptureIssues, DecoderDone,
-                                      DecoderFailed, DecoderFed, DecoderOutput, DetailReply,
-                                      DetailRequest, KeptExchanges, TopicIdsLearned)
+from kafkasniff.live.messages import (AllFed, CaptureFailed, DecoderDone, DecoderFailed,
+                                      DecoderFed, DecoderOutput, DetailReply, DetailRequest,
+                                      KeptExchanges, TopicIdsLearned)
 
 __all__ = [
     "LiveSession",
@@ -147,7 +147,8 @@ class LiveSession:
 
     ``run()`` blocks until the capture ends (stop requested, stream ended, or a process
     failed) and returns the final :class:`Snapshot`; ``errors`` lists failures (text, no
-    exception is raised for them) and ``capture_issues`` what the stream reader met.
+    exception is raised for them). What a ``-r`` stream's reader met (a truncated file)
+    comes from decoder 0 as a standalone issue, as ``read`` reports it.
     """
 
     def __init__(self, backend, cfg: LiveConfig,
@@ -163,7 +164,6 @@ class LiveSession:
         self.on_kept: Callable[[list], None] = lambda exchanges: None
         self.on_metrics: Callable[[dict], None] = lambda delta: None
         self.errors: list[str] = []
-        self.capture_issues: list = []
         self.ctx = mp.get_context("fork")
         self.counters = self.ctx.RawArray("q", N_COUNTERS)
         self.stop_ev = self.ctx.Event()
@@ -303,8 +303,6 @@ class LiveSession:
                 self.errors.append(f"capture failed: {msg.error}")
                 self._tb = msg.traceback
                 self.request_stop("error")
-            elif t is CaptureIssues:
-                self.capture_issues.extend(msg.issues)
         for wid, p in enumerate(self.procs):
             if wid not in self.done and not p.is_alive():
                 # its last messages may still be in the pipe: read them first

@@ -21,7 +21,7 @@ import traceback
 
 from kafkasniff.capture.pcapfile import packed_records, tpacket_v3_packets
 from kafkasniff.live.backends import (FLAG_COOKED, FLAG_SKIP_OUTGOING, KIND_SECRETS,
-                                      KIND_TPACKET_V3, batch_header)
+                                      KIND_SOURCE_END, KIND_TPACKET_V3, batch_header)
 from kafkasniff.live.config import CONN_ID_STRIDE, END_BARRIER_S, KEPT_AT_END, LiveConfig
 from kafkasniff.live.messages import (AllFed, DecoderDone, DecoderFailed, DecoderFed,
                                       DecoderOutput, DetailReply, KeptExchanges)
@@ -107,6 +107,8 @@ def decoder_main(wid: int, cfg: LiveConfig, inq, ctlq, resq, defs=None) -> None:
                 elif kind == KIND_SECRETS:
                     pipe.add_secrets(struct.unpack_from("<I", buf, _BATCH_HDR)[0],
                                      bytes(buf[_BATCH_HDR + 4:]))
+                elif kind == KIND_SOURCE_END:
+                    _source_end(pipe, handle, bytes(buf[_BATCH_HDR:]))
                 else:
                     for _, _, pkt in packed_records(buf, _BATCH_HDR):
                         out = feed(pkt)
@@ -190,6 +192,19 @@ def _feed_block(buf: bytes, base: int, link_type: int, flags: int, feed, handle)
         out = feed(pkt)
         if out:
             handle(out)
+
+
+def _source_end(pipe, handle, data: bytes) -> None:
+    """The end of a ``-r`` stream (decoder 0, after its last packet): its damage becomes
+    standalone issues and its own bytes go into the ledger, as ``read`` does at the end of
+    a file (:func:`kafkasniff.pipeline.analyze`)."""
+    import pickle
+
+    issues, accounting = pickle.loads(data)
+    if issues:
+        handle([pipe.feed_issue(i) for i in issues])
+    if accounting:
+        pipe.account_source(accounting)
 
 
 def _drain(q) -> list:

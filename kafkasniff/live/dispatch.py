@@ -19,7 +19,7 @@ from typing import Any, Callable
 
 from kafkasniff.capture.flows import flow_hash, ip_offset, partition
 from kafkasniff.capture.pcapfile import PACKED_RECORD
-from kafkasniff.live.backends import KIND_RECORDS, KIND_SECRETS, batch_header
+from kafkasniff.live.backends import KIND_RECORDS, KIND_SECRETS, KIND_SOURCE_END, batch_header
 from kafkasniff.live.config import C_DISPATCHED, C_PACKETS, C_QUEUE_DROPS, LiveConfig
 
 __all__ = [
@@ -169,6 +169,19 @@ class Dispatcher:
         head = batch_header.pack(KIND_SECRETS, 0, 0)
         for q in self.queues:
             q.put(struct.pack("<I", secrets_type) + data, 0, True, head)
+
+    def add_source_end(self, issues: list, accounting: dict | None) -> None:
+        """The end of a ``-r`` stream: its damage (``capture_truncated`` ...) and its own
+        bytes (file header, record headers, what damage left unread) go to decoder 0 after
+        every packet, which reports them as ``read`` does at the end of a file (standalone
+        issues in every output, the byte ledger)."""
+        if not issues and not accounting:
+            return
+        import pickle
+
+        self.flush_all(final=True)
+        self.queues[0].put(pickle.dumps((issues, accounting)), 0, True,
+                           batch_header.pack(KIND_SOURCE_END, 0, 0))
 
     def flush_due(self, now: float) -> None:
         """Send batches older than ``flush_ms``."""

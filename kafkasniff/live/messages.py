@@ -10,8 +10,9 @@ channels of :mod:`kafkasniff.parallel.shm`.
   :class:`DecoderFailed`.
 * **Control queues** (collector -> decoder ``i``, one each): :class:`TopicIdsLearned`,
   :class:`AllFed`, :class:`DetailRequest`.
-* **Error queue** (capture process -> collector): :class:`CaptureFailed`,
-  :class:`CaptureIssues`.
+* **Error queue** (capture process -> collector): :class:`CaptureFailed`. (The damage a
+  ``-r`` stream reader meets travels with the packets, to decoder 0, which reports it as
+  ``read`` does: :meth:`kafkasniff.live.dispatch.Dispatcher.add_source_end`.)
 
 A message is read-only once built, but the lists it carries are not copied: the sender must
 not touch them after sending (the queue pickles them in a feeder thread).
@@ -25,7 +26,6 @@ from typing import Any
 __all__ = [
     "AllFed",
     "CaptureFailed",
-    "CaptureIssues",
     "DecoderDone",
     "DecoderFailed",
     "DecoderFed",
@@ -189,15 +189,3 @@ class CaptureFailed:
 
     error: str
     traceback: str
-
-
-@dataclass(frozen=True, slots=True)
-class CaptureIssues:
-    """Problems the pcap / pcapng stream reader met (``-r``; sent once, at the end).
-
-    Attributes:
-        issues: a list of :class:`kafkasniff.issues.DecodeIssue` (a damaged stream ends
-            reading at the first damage: at most one in practice).
-    """
-
-    issues: list
