@@ -31,7 +31,6 @@ def groups_command(files, read_files, ports, detect, max_frame_bytes, definition
     Decodes in one process (the groups' exchanges span connections).
     """
     from kafkasniff.groups.analysis import GroupAnalyzer
-    from kafkasniff.groups.model import GroupsReport
     from kafkasniff.groups.report import render_groups
     from kafkasniff.model import DecodeIssue, Exchange
     from kafkasniff.pipeline import Pipeline, analyze
@@ -40,7 +39,7 @@ def groups_command(files, read_files, ports, detect, max_frame_bytes, definition
                        max_uncompressed_bytes, wire_format, show_secrets)
     progress = Progress(enabled=True)
     pipe = Pipeline(inp.pipeline_options())
-    an = GroupAnalyzer(pipe.defs)
+    an = GroupAnalyzer(pipe.defs, budgets=pipe.options.budgets)
     bad = 0
     try:
         for rec in analyze(inp.sources, pipeline=pipe, on_progress=progress):
@@ -55,11 +54,10 @@ def groups_command(files, read_files, ports, detect, max_frame_bytes, definition
         fail(str(exc))
     progress.close()
     report = an.finish(pipe.topics.names)
+    an.close()
+    bad += sum(1 for i in report.issues if i.severity != "info")
     if group_ids:
-        wanted = set(group_ids)
-        report = GroupsReport(tuple(g for g in report.groups if g.group_id in wanted),
-                              report.group_exchanges, report.groups_dropped,
-                              report.events_dropped)
+        report = report.only(group_ids)
     try:
         if as_json:
             click.echo(json.dumps(report.to_dict(), indent=1))

@@ -7,25 +7,30 @@ cost per batch, per frame or per capture; reaching it is **one** issue of kind
 what is skipped is still summarised from the headers that were read (batch counts, offsets,
 timestamps) and counted (:attr:`BudgetMeter.skipped`).
 
-=============================  =====================  ==========================================
-budget                         default                what it bounds
-=============================  =====================  ==========================================
-``--max-uncompressed-bytes``   64 MiB                 one batch's decompressed size (with its
-                                                      nested magic 0/1 wrappers); beyond it the
-                                                      batch is a ``decompression_limit`` issue
-``frame_uncompressed_bytes``   256 MiB                decompressed bytes of one frame's batches
-``capture_uncompressed_bytes`` 1 GiB, or 100 x the    decompressed bytes of the whole capture
-                               record bytes seen      (``capture_uncompressed_ratio``: real
-                               when that is more      codecs stay far below 100x; bombs do not)
-``frame_records``              1,000,000              records decoded per frame (``--records``)
-``capture_records``            unbounded (0)          records decoded per capture; records are
-                                                      streamed, so memory does not grow with it
-``frame_issues``               100                    issues attached to one exchange's frame
-``capture_issues``             10,000 per kind        issues listed per kind; the rest are
-                                                      counted (``stats``) but not listed
-``pending_bytes``              256 MiB                bytes of requests waiting for a response,
-                                                      all connections together
-=============================  =====================  ==========================================
+=================================  =====================  ==========================================
+budget                             default                what it bounds
+=================================  =====================  ==========================================
+``--max-uncompressed-bytes``       64 MiB                 one batch's decompressed size (with its
+                                                          nested magic 0/1 wrappers); beyond it the
+                                                          batch is a ``decompression_limit`` issue
+``frame_uncompressed_bytes``       256 MiB                decompressed bytes of one frame's batches
+``capture_uncompressed_bytes``     1 GiB, or 100 x the    decompressed bytes of the whole capture
+                                   record bytes seen      (``capture_uncompressed_ratio``: real
+                                   when that is more      codecs stay far below 100x; bombs do not)
+``frame_records``                  1,000,000              records decoded per frame (``--records``)
+``capture_records``                unbounded (0)          records decoded per capture; records are
+                                                          streamed, so memory does not grow with it
+``frame_issues``                   100                    issues attached to one exchange's frame
+``capture_issues``                 10,000 per kind        issues listed per kind; the rest are
+                                                          counted (``stats``) but not listed
+``pending_bytes``                  256 MiB                bytes of requests waiting for a response,
+                                                          all connections together
+``group_assignment_partitions``    200,000                partitions of consumer-group assignments
+                                                          kept per group API exchange and per
+                                                          rebalance (``groups``, the export's
+                                                          group tables); the rest are counted
+``group_members``                  100,000                members tracked per consumer group
+=================================  =====================  ==========================================
 
 Every budget is set with ``--budget NAME=VALUE`` (repeatable; ``K``/``M``/``G`` suffixes,
 binary; ``0`` = unbounded) on the commands that decode traffic.
@@ -59,6 +64,8 @@ class Budgets:
     frame_issues: int = 100
     capture_issues: int = 10_000
     pending_bytes: int = 256 * _KIB ** 2
+    group_assignment_partitions: int = 200_000
+    group_members: int = 100_000
 
     def limit(self, name: str) -> int:
         """The budget ``name`` with 0 read as :data:`UNBOUNDED`."""

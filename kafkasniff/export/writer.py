@@ -532,9 +532,12 @@ class ExportSink:
 
     def add_groups(self, report, *, capture: str) -> None:
         """Write the group tables' rows of a :class:`kafkasniff.groups.model.GroupsReport`
-        (tables not in :attr:`tables` are skipped)."""
+        (tables not in :attr:`tables` are skipped), and the issues of its analysis (a
+        budget reached, an assignment that does not decode) to the ``issues`` table."""
         for table, rows in _rows.group_rows(report, capture).items():
             self.add_rows(table, rows)
+        if report.issues:
+            self.add_rows("issues", [_rows.issue_row(i, capture, None) for i in report.issues])
 
     def add_records(self, records: Iterable, *, capture: str, pipeline) -> None:
         """Write the rows of what one :meth:`~kafkasniff.pipeline.Pipeline.feed` /
@@ -627,7 +630,7 @@ def export_captures(sources: list, out_dir: Path, *, options=None, with_records:
     pipe = Pipeline(opts)
     stem_name = capture_name or (source_name(sources[0]) if sources else "capture")
     stem = stem_name + (f"-{file_tag}" if file_tag else "")
-    analyzer = GroupAnalyzer(pipe.defs) if groups else None
+    analyzer = GroupAnalyzer(pipe.defs, budgets=opts.budgets) if groups else None
     sink = ExportSink(out_dir, file_stem=stem, fmt=fmt, partition_by=partition_by,
                       with_records=with_records, row_group_rows=row_group_rows,
                       row_group_bytes=row_group_bytes, defs=pipe.defs,

@@ -28,6 +28,12 @@ A rebalance is a round: it opens at its first sign on the wire and closes when e
 of the new generation holds its assignment (see :class:`~kafkasniff.groups.model.Rebalance`
 for the exact rule per protocol and the triggers). Bad or partial bodies are skipped field by
 field, never raised.
+
+Bounds (``docs/budgets.md``): the partitions of the assignments kept per exchange and per
+rebalance (budget ``group_assignment_partitions``) and the members tracked per group
+(``group_members``); what goes beyond is counted and reported once per budget
+(``budget_exhausted`` issues of the report). The replay does work linear in the members of a
+round: member sets are dicts and sets, never lists searched.
 """
 
 from __future__ import annotations
@@ -35,6 +41,7 @@ from __future__ import annotations
 import heapq
 import os
 import pickle
+import struct
 import tempfile
 from bisect import bisect_right
 from collections import Counter
@@ -55,7 +62,9 @@ from kafkasniff.groups.model import (
     Member,
     Rebalance,
 )
-from kafkasniff.model import Exchange, TopicName
+from kafkasniff.content.budgets import Budgets
+from kafkasniff.issues import IssueKind, Severity
+from kafkasniff.model import DecodeIssue, Exchange, TopicName
 from kafkasniff.protocol.apis import (
     CONSUMER_GROUP_DESCRIBE,
     CONSUMER_GROUP_HEARTBEAT,
@@ -101,6 +110,8 @@ MEMBER_ID_REQUIRED = "MEMBER_ID_REQUIRED"
 #: KIP-848 members unseen this long before a round opened without a visible cause are
 #: taken as timed out (Kafka's default ``group.consumer.session.timeout.ms``)
 KIP848_SESSION_TIMEOUT_NS = 45_000_000_000
+#: assignments that do not decode listed as issues (the rest are counted in one more)
+MAX_UNDECODED_ISSUES = 100
 
 
 def _host(endpoint: str) -> str:
@@ -118,6 +129,117 @@ def _str(v) -> str | None:
 
 def _list(v) -> list:
     return v if isinstance(v, list) else []
+
+
+#: the group APIs whose bodies carry assignments, subscriptions or member lists: cut to the
+#: budgets when kept (:class:`_Cutter`)
+_CUT_APIS = frozenset({
+    JOIN_GROUP, SYNC_GROUP, LEAVE_GROUP, DESCRIBE_GROUPS, CONSUMER_GROUP_HEARTBEAT,
+    SHARE_GROUP_HEARTBEAT, CONSUMER_GROUP_DESCRIBE, SHARE_GROUP_DESCRIBE,
+})
+#: the lists of members in those bodies (JoinGroup answer, SyncGroup plan, LeaveGroup,
+#: DescribeGroups / ConsumerGroupDescribe / ShareGroupDescribe answers)
+_MEMBER_LISTS = frozenset({"members", "assignments"})
+#: raw bytes (a protocol type other than the consumer protocol, or bytes that did not decode)
+#: longer than this are kept as ``_RAW`` tuples of their size and first bytes
+_RAW_KEEP = 256
+_RAW = "raw"
+#: the key a cut body's dict gets beside a list of partitions it cut: how many were cut
+CUT_KEY = "_partitions_cut"
+
+
+def _cut_of(topics) -> int:
+    """Partitions cut from a list of topic-partitions (:data:`CUT_KEY`)."""
+    return sum(tp.get(CUT_KEY, 0) for tp in _list(topics) if isinstance(tp, dict))
+
+
+class _Cutter:
+    """Cuts a group API body to the budgets, copying only what it cuts (the exchange's
+    own body is never changed): lists of partitions (lists of ints) keep at most
+    ``partitions`` entries over the whole body (:attr:`partitions_left` is what is left),
+    member lists at most ``members`` entries, raw bytes longer than :data:`_RAW_KEEP`
+    their size and first bytes."""
+
+    __slots__ = ("partitions_left", "members", "partitions_cut", "members_cut")
+
+    def __init__(self, partitions: int, members: int) -> None:
+        self.partitions_left = partitions
+        self.members = members
+        self.partitions_cut = 0
+        self.members_cut = 0
+
+    def cut(self, v, key: str = ""):
+        t = type(v)
+        if t is dict:
+            out = None
+            for k, x in v.items():
+                tx = type(x)
+                if tx is not dict and tx is not list and tx is not bytes:
+                    continue
+                before = self.partitions_cut
+                y = self.cut(x, k)
+                if y is not x:
+                    if out is None:
+                        out = dict(v)
+                    out[k] = y
+                    if tx is list and self.partitions_cut > before and type(x[0]) is int:
+                        out[CUT_KEY] = out.get(CUT_KEY, 0) + self.partitions_cut - before
+            return v if out is None else out
+        if t is list:
+            if not v:
+                return v
+            if type(v[0]) is int:                    # partitions (or partition indexes)
+                room = self.partitions_left
+                if len(v) <= room:
+                    self.partitions_left = room - len(v)
+                    return v
+                self.partitions_cut += len(v) - room
+                self.partitions_left = 0
+                return v[:room]
+            out = None
+            if key in _MEMBER_LISTS and len(v) > self.members:
+                self.members_cut += len(v) - self.members
+                v = out = v[:self.members]
+            for i, x in enumerate(v):
+                if type(x) is dict or type(x) is list:
+                    y = self.cut(x)
+                    if y is not x:
+                        if out is None:
+                            out = list(v)
+                        out[i] = y
+            return v if out is None else out
+        if t is bytes and len(v) > _RAW_KEEP:
+            return (_RAW, len(v), v[:_RAW_KEEP])
+        return v
+
+
+def claimed_assignment(data) -> str:
+    """What the raw bytes of a ConsumerProtocolAssignment that did not decode claim:
+    ``"version 0, 1 topic(s), topic 't' claims 2147483647 partitions in 22 bytes"`` (as
+    far as the bytes go; ``data`` is bytes or a ``_RAW`` tuple of size and first bytes)."""
+    if type(data) is tuple and len(data) == 3 and data[0] == _RAW:
+        size, data = data[1], data[2]
+    else:
+        size = len(data)
+    parts = []
+    try:
+        pos = 0
+        version, topics = struct.unpack_from(">hi", data, pos)
+        pos += 6
+        parts.append(f"version {version}, {topics} topic(s)")
+        for _ in range(min(max(topics, 0), 4)):
+            (n,) = struct.unpack_from(">h", data, pos)
+            name = bytes(data[pos + 2:pos + 2 + max(n, 0)]).decode("utf-8", "replace")
+            pos += 2 + max(n, 0)
+            (count,) = struct.unpack_from(">i", data, pos)
+            pos += 4
+            parts.append(f"topic {name!r} claims {count} partitions")
+            if count < 0 or pos + 4 * count > size:
+                break
+            pos += 4 * count
+    except struct.error:
+        pass
+    return ", ".join(parts + [f"in {size} bytes"])
 
 
 #: group API exchanges held in memory before they are written, sorted, to a temporary file
@@ -160,8 +282,8 @@ def _read_run(f) -> Iterator["_Ev"]:
 
 def load_state(path) -> dict:
     """A state :meth:`GroupAnalyzer.save` wrote, for :meth:`GroupAnalyzer.merge`: a dict of
-    ``events`` (replay order), ``events_dropped``, ``topic_names``, ``hw`` and
-    ``first_ts_ns``. Only for files this program wrote (it is a pickle). Raises ``OSError``
+    ``events`` (replay order), ``events_dropped``, ``topic_names``, ``hw``, ``cut`` (what
+    the group budgets cut as the events were kept) and ``first_ts_ns``. Only for files this program wrote (it is a pickle). Raises ``OSError``
     when the file cannot be read and ``pickle.UnpicklingError`` / ``EOFError`` when it is not
     a whole state."""
     with open(path, "rb") as f:
@@ -217,6 +339,8 @@ class _M:
     rebalance_timeout_ms: int = -1
     exchanges: int = 0
     heartbeat_interval_ms: int = -1
+    assigned_seq: int = 0           # when its assignment was set (the analyzer's count)
+    assignment_cut: int = 0         # partitions of its assignment not kept (budget)
 
     def freeze(self) -> Member:
         return Member(self.member_id, self.group_instance_id, self.client_id,
@@ -224,11 +348,14 @@ class _M:
                       self.first_ts_ns, self.last_ts_ns, self.joined_ts_ns, self.left_ts_ns,
                       self.left_reason, self.generation_id, self.member_epoch, self.assignment,
                       self.subscribed_topics, self.rack_id, self.session_timeout_ms,
-                      self.rebalance_timeout_ms, self.exchanges)
+                      self.rebalance_timeout_ms, self.exchanges, self.assignment_cut)
 
 
 @dataclass(slots=True)
 class _Round:
+    """One open rebalance. Member collections are dicts used as ordered sets (member id ->
+    None) and sets, so that every step of the replay is O(1) per member."""
+
     start_ts_ns: int
     prev_members: frozenset
     causes: list = field(default_factory=list)     # (ts_ns, kind, member or error, member)
@@ -236,18 +363,24 @@ class _Round:
     generation_id: int = -1
     protocol_name: str | None = None
     leader: str | None = None
-    members: list = field(default_factory=list)    # the new generation, in order
+    members: dict = field(default_factory=dict)    # the new generation, in order
     leader_members: bool = False                   # members came from the leader's answer
-    joined: list = field(default_factory=list)
-    left: list = field(default_factory=list)
+    joined: dict = field(default_factory=dict)
+    left: dict = field(default_factory=dict)
     assignment: dict = field(default_factory=dict)
     planned: dict = field(default_factory=dict)    # the leader's SyncGroup assignments
     synced: set = field(default_factory=set)
+    unsynced: int = 0                              # members not in synced
     last_sync_ts_ns: int | None = None             # the last SyncGroup answer of the round
     pending: dict = field(default_factory=dict)    # KIP-848: member -> assignment to ack
     #                                                (None: joined, no assignment yet)
     awaiting: bool = False                         # a leaver's partitions not given out yet
-    refs: list = field(default_factory=list)
+    refs: dict = field(default_factory=dict)       # (conn, correlation id, ts) -> ExchangeRef
+    # members that may still be in the group (classic LeaveGroup: is the group empty?);
+    # those found gone are dropped, so each is looked at once per time it left
+    candidates: dict = field(default_factory=dict)
+    partitions: int = 0                            # partitions of the assignments kept
+    cut: dict = field(default_factory=dict)        # member -> partitions not kept
 
     def cause(self, ts_ns: int, kind: str, what: str | None, member: str | None = None
               ) -> None:
@@ -256,6 +389,35 @@ class _Round:
     def error(self, name: str) -> None:
         if name not in self.errors:
             self.errors.append(name)
+
+    def ref(self, ev: "_Ev") -> None:
+        """The exchange ``ev`` is part of this round (once)."""
+        key = (ev.conn_id, ev.correlation_id, ev.ts_ns)
+        if key not in self.refs:
+            self.refs[key] = ev.ref
+
+    def add_member(self, mid: str) -> None:
+        if mid not in self.members:
+            self.members[mid] = None
+            self.candidates[mid] = None
+            if mid not in self.synced:
+                self.unsynced += 1
+
+    def remove_member(self, mid: str) -> None:
+        if self.members.pop(mid, 0) is None and mid not in self.synced:
+            self.unsynced -= 1
+
+    def set_members(self, mids) -> None:
+        """The leader's member list: the whole generation."""
+        self.members = dict.fromkeys(mids)
+        self.candidates.update(self.members)
+        self.unsynced = sum(1 for x in self.members if x not in self.synced)
+
+    def mark_synced(self, mid: str) -> None:
+        if mid not in self.synced:
+            self.synced.add(mid)
+            if mid in self.members:
+                self.unsynced -= 1
 
 
 class _G:
@@ -275,6 +437,12 @@ class _G:
         self.generation_id = -1
         self.members: dict[str, _M] = {}
         self.current: set[str] = set()      # members of the current generation / epoch
+        # a lower bound of the last_ts_ns of the members in current (KIP-848 timeouts;
+        # None: not known, look at every member)
+        self.current_seen_lb: int | None = None
+        self.members_dropped: set[str] = set()   # member ids beyond the group_members budget
+        self.members_dropped_more = 0            # ... beyond what that set keeps
+        self.interned: dict = {}                 # assignments kept, each once
         self.rebalances: list[Rebalance] = []
         self.round: _Round | None = None
         self.commits: list[Commit] = []
@@ -297,10 +465,46 @@ class _G:
         if self.protocol == UNKNOWN:
             self.protocol = protocol
 
-    def member(self, member_id: str, ev: _Ev) -> _M:
+    def tracked(self, member_id: str, max_members: int) -> bool:
+        """``member_id`` is a member, or may become one within the ``group_members``
+        budget (a member beyond it is counted in ``members_dropped``)."""
+        if member_id in self.members or len(self.members) < max_members:
+            return True
+        if len(self.members_dropped) < max_members:
+            self.members_dropped.add(member_id)
+        elif member_id not in self.members_dropped:
+            self.members_dropped_more += 1
+        return False
+
+    def new_member(self, member_id: str, ev: _Ev, max_members: int) -> _M | None:
+        """The member ``member_id``, made (with the times of ``ev``) when new; None when it
+        is beyond the ``group_members`` budget."""
         m = self.members.get(member_id)
         if m is None:
+            if not self.tracked(member_id, max_members):
+                return None
             m = self.members[member_id] = _M(member_id, ev.ts_ns, ev.end_ts_ns)
+        return m
+
+    def add_current(self, member_id: str) -> None:
+        m = self.members.get(member_id)
+        lb = self.current_seen_lb
+        if m is None:
+            self.current_seen_lb = None
+        elif lb is not None and m.last_ts_ns < lb:
+            self.current_seen_lb = m.last_ts_ns
+        self.current.add(member_id)
+
+    def intern(self, a: Assignment) -> Assignment:
+        """One object for equal assignments (members keep theirs across rebalances)."""
+        return self.interned.setdefault(a, a)
+
+    def member(self, member_id: str, ev: _Ev, max_members: int) -> _M | None:
+        """The member of an exchange (its times, connection and client_id updated), None
+        when it is beyond the ``group_members`` budget."""
+        m = self.new_member(member_id, ev, max_members)
+        if m is None:
+            return None
         m.first_ts_ns = min(m.first_ts_ns, ev.ts_ns)
         m.last_ts_ns = max(m.last_ts_ns, ev.end_ts_ns)
         if ev.client and not m.client:
@@ -312,7 +516,8 @@ class _G:
 
     def open_round(self, ts_ns: int) -> _Round:
         if self.round is None:
-            self.round = _Round(ts_ns, frozenset(self.current))
+            prev = frozenset(self.current)
+            self.round = _Round(ts_ns, prev, candidates=dict.fromkeys(prev))
         return self.round
 
 
@@ -331,6 +536,11 @@ class GroupAnalyzer:
             sorted and written to an anonymous temporary file (a run) and ``finish`` merges
             the runs, so memory does not grow with the capture (the disk use does: about
             300 bytes per exchange).
+        budgets: the :class:`~kafkasniff.content.budgets.Budgets` whose
+            ``group_assignment_partitions`` (partitions of assignments kept per exchange and
+            per rebalance) and ``group_members`` (members tracked per group, and kept per
+            member list of one exchange) bound the analysis (default: their defaults).
+            Reaching one is one ``budget_exhausted`` issue in the report (``issues``).
 
     Feed :meth:`add` (or :meth:`add_record`) with the pipeline's records, then call
     :meth:`finish`. ``finish`` may be called again after more feeding (it rebuilds the report
@@ -342,7 +552,7 @@ class GroupAnalyzer:
 
     def __init__(self, defs=None, *, max_groups: int = 10_000, max_commits: int = 1_000_000,
                  max_hw_samples: int = 4096, max_events: int = 1_000_000,
-                 spill_events: int = SPILL_EVENTS) -> None:
+                 spill_events: int = SPILL_EVENTS, budgets: Budgets | None = None) -> None:
         if defs is None:
             from kafkasniff.protocol.schema import load_definitions
 
@@ -353,6 +563,12 @@ class GroupAnalyzer:
         self.max_hw_samples = max_hw_samples
         self.max_events = max_events
         self.spill_events = max(1, spill_events)
+        self.budgets = budgets or Budgets()
+        self.max_partitions = self.budgets.limit("group_assignment_partitions")
+        self.max_members = self.budgets.limit("group_members")
+        # what the budgets cut from the bodies as they were kept: budget -> [items cut,
+        # exchanges cut, first group id, first ts_ns]
+        self.cut: dict[str, list] = {}
         self.events: list[_Ev] = []     # kept and not spilled yet, in arrival order
         self._runs: list = []           # spilled runs: (level, temporary file of sorted events)
         self.kept_events = 0            # in memory and spilled
@@ -394,11 +610,13 @@ class GroupAnalyzer:
             if self.kept_events >= self.max_events:
                 self.events_dropped += 1
                 return
+            rsp = rsp if isinstance(rsp, dict) else None
+            if k in _CUT_APIS:
+                req, rsp = self._cut_bodies(ex.ts_ns, req, rsp)
             self._keep(_Ev(
                 ex.ts_ns, ex.response.first_ts_ns if ex.response is not None else None, k,
                 ex.api_name, ex.conn_id, ex.correlation_id, ex.client, ex.broker,
-                ex.client_id, ex.latency_ns, ex.errors, req,
-                rsp if isinstance(rsp, dict) else None, exchange_id))
+                ex.client_id, ex.latency_ns, ex.errors, req, rsp, exchange_id))
         elif k == FETCH and isinstance(rsp, dict):
             self._fetch_hw(ex, rsp)
         elif k == LIST_OFFSETS and isinstance(rsp, dict) and isinstance(req, dict):
@@ -408,6 +626,28 @@ class GroupAnalyzer:
                 if isinstance(t, dict) and isinstance(t.get("name"), str) and \
                         isinstance(t.get("topic_id"), str) and not t.get("error_code"):
                     self.add_topic_name(t["topic_id"], t["name"])
+
+    def _cut_bodies(self, ts_ns: int, req: dict, rsp: dict | None) -> tuple[dict, dict | None]:
+        """The request and answer bodies cut to the budgets (the same objects when nothing
+        was cut); what was cut is counted in :attr:`cut`."""
+        cutter = _Cutter(self.max_partitions, self.max_members)
+        req = cutter.cut(req)
+        if rsp is not None:
+            cutter.partitions_left = self.max_partitions       # each body its own budget
+            rsp = cutter.cut(rsp)
+        gid = _str(req.get("group_id")) or ""
+        for name, n in (("group_assignment_partitions", cutter.partitions_cut),
+                        ("group_members", cutter.members_cut)):
+            if n:
+                c = self.cut.get(name)
+                if c is None:
+                    self.cut[name] = [n, 1, gid, ts_ns]
+                else:
+                    c[0] += n
+                    c[1] += 1
+                    if ts_ns < c[3]:
+                        c[2], c[3] = gid, ts_ns
+        return req, rsp
 
     def _keep(self, ev: _Ev) -> None:
         self.events.append(ev)
@@ -496,7 +736,7 @@ class GroupAnalyzer:
         """What this analyzer was fed, picklable and without the definitions (for
         :meth:`merge` in another process)."""
         return {"events": list(self.sorted_events()), "events_dropped": self.events_dropped,
-                "topic_names": self.topic_names, "hw": self.hw}
+                "topic_names": self.topic_names, "hw": self.hw, "cut": self.cut}
 
     def save(self, path, topic_names: Mapping[str, str] | None = None,
              first_ts_ns: int = 0) -> None:
@@ -524,6 +764,15 @@ class GroupAnalyzer:
         self.events_dropped += other.get("events_dropped", 0) + max(
             len(other["events"]) - room, 0)
         self.topic_names.update(other["topic_names"])
+        for name, (n, x, gid, ts) in other.get("cut", {}).items():
+            c = self.cut.get(name)
+            if c is None:
+                self.cut[name] = [n, x, gid, ts]
+            else:
+                c[0] += n
+                c[1] += x
+                if ts < c[3]:
+                    c[2], c[3] = gid, ts
         for key, samples in other["hw"].items():
             mine = self.hw.setdefault(key, [])
             mine.extend(samples)
@@ -546,6 +795,10 @@ class GroupAnalyzer:
         self._groups = groups
         self._dropped: set[str] = set()
         self._list_groups: dict[str, tuple] = {}
+        self._seq = 0                   # assignments set so far (Lag owners: the latest)
+        self._round_cut: list = []      # [partitions, rebalances, first group, first ts]
+        self._issues: list[DecodeIssue] = []
+        self._undecoded_count = 0
         for ev in self.sorted_events():
             try:
                 self._replay(ev)
@@ -563,7 +816,54 @@ class GroupAnalyzer:
                 g.protocol = gtype
         out = tuple(self._freeze(groups[gid]) for gid in sorted(groups))
         return GroupsReport(out, self.kept_events + self.events_dropped, len(self._dropped),
-                            self.events_dropped)
+                            self.events_dropped, tuple(self._report_issues(groups)))
+
+    def _report_issues(self, groups: dict[str, _G]) -> list[DecodeIssue]:
+        """The issues of the analysis: each budget reached (once), assignments that did not
+        decode."""
+        out = []
+        cut = self.cut.get("group_assignment_partitions")
+        rc = self._round_cut
+        if cut or rc:
+            limit = self.budgets.group_assignment_partitions
+            n = (cut[0] if cut else 0) + (rc[0] if rc else 0)
+            where = []
+            if cut:
+                where.append(f"{cut[1]:,} exchange(s) held more")
+            if rc:
+                where.append(f"{rc[1]:,} rebalance(s) gave out more")
+            first = min((c for c in (cut, rc) if c), key=lambda c: c[3])
+            out.append(DecodeIssue(
+                IssueKind.BUDGET_EXHAUSTED, Severity.WARNING,
+                f"budget group_assignment_partitions ({limit:,}) reached: {n:,} partitions "
+                f"of consumer-group assignments not kept ({' and '.join(where)}; first in "
+                f"group {first[2]!r}); the assignments shown hold the partitions kept; "
+                f"raise it with --budget group_assignment_partitions=N (0 = unbounded)",
+                first[3]))
+        over = [g for g in groups.values() if g.members_dropped]
+        cut = self.cut.get("group_members")
+        if over or cut:
+            limit = self.budgets.group_members
+            n = sum(len(g.members_dropped) + g.members_dropped_more for g in over)
+            first = min(over, key=lambda g: g.first_ts_ns).group_id if over else cut[2]
+            what = [f"{n:,} member id(s) of {len(over):,} group(s) not tracked (first "
+                    f"group {first!r}): their exchanges are counted, not analysed"] \
+                if over else []
+            if cut:
+                what.append(f"{cut[0]:,} entries of member lists of {cut[1]:,} exchange(s) "
+                            f"not kept")
+            out.append(DecodeIssue(
+                IssueKind.BUDGET_EXHAUSTED, Severity.WARNING,
+                f"budget group_members ({limit:,}) reached: {'; '.join(what)}; raise it with "
+                f"--budget group_members=N (0 = unbounded)",
+                min([g.first_ts_ns for g in over] + ([cut[3]] if cut else []))))
+        out.extend(self._issues)
+        if self._undecoded_count > MAX_UNDECODED_ISSUES:
+            more = self._undecoded_count - MAX_UNDECODED_ISSUES
+            out.append(DecodeIssue(
+                IssueKind.SPEC_DEPARTURE, Severity.WARNING,
+                f"{more:,} more consumer-group assignments did not decode (not listed)"))
+        return out
 
     def _group(self, gid) -> _G | None:
         if not isinstance(gid, str):
@@ -621,21 +921,20 @@ class GroupAnalyzer:
         r = g.round
         if r is not None:
             r.error(name)
-            if ev.ref not in r.refs:
-                r.refs.append(ev.ref)
+            r.ref(ev)
         if name in FENCING_ERRORS and member in g.members:
             m = g.members[member]
             m.left_ts_ns, m.left_reason = ev.end_ts_ns, "fenced"
 
     def _known_member(self, g: _G, member_id, ev: _Ev) -> _M | None:
         """The member of an exchange that is not a join: a member not seen before was in
-        the group before the capture began."""
+        the group before the capture began (None beyond the ``group_members`` budget)."""
         if not isinstance(member_id, str) or not member_id:
             return None
         new = member_id not in g.members
-        m = g.member(member_id, ev)
-        if new and g.round is None:
-            g.current.add(member_id)
+        m = g.member(member_id, ev, self.max_members)
+        if m is not None and new and g.round is None:
+            g.add_current(member_id)
         return m
 
     def _join(self, ev: _Ev) -> None:
@@ -651,11 +950,11 @@ class GroupAnalyzer:
             # member list) was not captured; the round ended at its last SyncGroup answer
             self._close(g, g.round.last_sync_ts_ns, complete=False)
         r = g.open_round(ev.ts_ns)
-        r.refs.append(ev.ref)
+        r.ref(ev)
         mid = (_str(a.get("member_id")) if a else None) or _str(q.get("member_id"))
         err = self._err(a.get("error_code")) if a else None
-        if mid:
-            m = g.member(mid, ev)
+        m = g.member(mid, ev, self.max_members) if mid else None
+        if m is not None:
             m.group_instance_id = _str(q.get("group_instance_id")) or m.group_instance_id
             m.session_timeout_ms = _int(q.get("session_timeout_ms"), m.session_timeout_ms)
             m.rebalance_timeout_ms = _int(q.get("rebalance_timeout_ms"),
@@ -671,9 +970,11 @@ class GroupAnalyzer:
             rejoin = m.left_ts_ns is not None and not fenced
             if m.joined_ts_ns is None or rejoin:
                 m.joined_ts_ns = ev.ts_ns
+            if m.left_ts_ns is not None and (mid in r.members or mid in g.current):
+                r.candidates[mid] = None              # in the group again
             m.left_ts_ns = m.left_reason = None
             if (mid not in r.prev_members or rejoin) and mid not in r.joined and not fenced:
-                r.joined.append(mid)
+                r.joined[mid] = None
                 r.cause(ev.ts_ns, "join", mid)
         if err is not None:
             if err != MEMBER_ID_REQUIRED:
@@ -689,28 +990,31 @@ class GroupAnalyzer:
         r.leader = _str(a.get("leader")) or r.leader
         listed = [x for x in _list(a.get("members")) if isinstance(x, dict)]
         if listed:                              # the leader's answer: the whole generation
-            r.members = []
             r.leader_members = True
+            kept = []
             for x in listed:
                 xid = _str(x.get("member_id"))
                 if not xid:
                     continue
-                r.members.append(xid)
                 xm = g.members.get(xid)
                 if xm is None:                   # a member whose connection is not captured
-                    xm = g.members[xid] = _M(xid, ev.ts_ns, ev.end_ts_ns)
+                    xm = g.new_member(xid, ev, self.max_members)
+                    if xm is None:               # beyond the group_members budget
+                        continue
                     if xid not in r.prev_members and xid not in r.joined:
-                        r.joined.append(xid)
+                        r.joined[xid] = None
                         r.cause(ev.ts_ns, "join", xid)
+                kept.append(xid)
                 xm.group_instance_id = _str(x.get("group_instance_id")) or xm.group_instance_id
                 meta = x.get("metadata")
                 if isinstance(meta, dict) and not xm.subscribed_topics:
                     xm.subscribed_topics = tuple(t for t in _list(meta.get("topics"))
                                                  if isinstance(t, str))
-        elif mid and not r.leader_members and mid not in r.members:
-            r.members.append(mid)
-        if mid:
-            g.members[mid].generation_id = r.generation_id
+            r.set_members(kept)
+        elif m is not None and not r.leader_members:
+            r.add_member(mid)
+        if m is not None:
+            m.generation_id = r.generation_id
 
     def _sync(self, ev: _Ev) -> None:
         q, a = ev.req, ev.rsp
@@ -726,7 +1030,7 @@ class GroupAnalyzer:
         if r is None:                           # the capture began inside the rebalance
             r = g.open_round(ev.ts_ns)
             r.cause(ev.ts_ns, "unknown", None)
-        r.refs.append(ev.ref)
+        r.ref(ev)
         gen = _int(q.get("generation_id"))
         if r.generation_id < 0:
             r.generation_id = gen
@@ -735,24 +1039,35 @@ class GroupAnalyzer:
             if isinstance(x, dict) and _str(x.get("member_id")):
                 plan = self._consumer_assignment(x.get("assignment"))
                 if plan is not None:
-                    r.planned[x["member_id"]] = plan
+                    r.planned[x["member_id"]] = (plan, _cut_of(
+                        x["assignment"].get("assigned_partitions")))
         if a is None or m is None:
             return
         err = self._err(a.get("error_code"))
         if err is not None:
             self._round_error(g, ev, err, mid)
             return
-        got = self._consumer_assignment(a.get("assignment"))
-        if got is None:
-            got = r.planned.get(mid, ())        # another protocol type: bytes, not decoded
-        m.assignment = got
+        raw = a.get("assignment")
+        got = self._consumer_assignment(raw)
+        if got is None and g.protocol_type == "consumer" and raw and \
+                isinstance(raw, (bytes, bytearray, tuple)):
+            # consumer-protocol bytes that did not decode: the assignment is not known
+            self._undecoded(g, ev, mid, raw)
+            self._drop_assignment(r, mid)
+            m.assignment, m.assignment_cut = None, 0
+        else:
+            if got is not None:
+                cut = _cut_of(raw.get("assigned_partitions"))
+            else:                               # another protocol type: bytes, not decoded
+                got, cut = r.planned.get(mid, ((), 0))
+            got, cut = self._fit(g, r, mid, got, cut, ev)
+            self._assign(m, got, cut)
+            r.assignment[mid] = got
         m.generation_id = gen
-        r.assignment[mid] = got
-        r.synced.add(mid)
+        r.mark_synced(mid)
         r.last_sync_ts_ns = ev.rsp_ts_ns
-        if mid not in r.members:
-            r.members.append(mid)
-        if r.leader_members and set(r.members) <= r.synced:
+        r.add_member(mid)
+        if r.leader_members and not r.unsynced:
             self._close(g, ev.rsp_ts_ns)
 
     def _heartbeat(self, ev: _Ev) -> None:
@@ -784,24 +1099,37 @@ class GroupAnalyzer:
         if not leaving:
             return
         r = g.open_round(ev.ts_ns)
-        r.refs.append(ev.ref)
+        r.ref(ev)
         for mid in leaving:
-            m = g.member(mid, ev)
+            m = g.member(mid, ev, self.max_members)
+            if m is None:                         # beyond the group_members budget
+                continue
             m.left_ts_ns, m.left_reason = ev.ts_ns, "leave"
             if mid not in r.left:
-                r.left.append(mid)
+                r.left[mid] = None
                 r.cause(ev.ts_ns, "leave", mid)
-            if mid in r.members:
-                r.members.remove(mid)
-            r.assignment.pop(mid, None)
-        remaining = (g.current | set(r.members)) - set(r.left)
-        remaining = {x for x in remaining if g.members.get(x) is None or
-                     g.members[x].left_ts_ns is None}
+            r.remove_member(mid)
+            self._drop_assignment(r, mid)
         err = self._err(a.get("error_code")) if a else None
         if err is not None:
             r.error(err)
-        if not remaining:                         # the group is empty: done at once
+        if not self._anyone_in(g, r):             # the group is empty: done at once
             self._close(g, ev.end_ts_ns)
+
+    @staticmethod
+    def _anyone_in(g: _G, r: _Round) -> bool:
+        """Is a member of the current generation or of the new one still in the group (not
+        left in this round, not gone)? The candidates found gone are dropped, so a member
+        is looked at once each time it leaves: linear over a round of many leaves."""
+        cands = r.candidates
+        while cands:
+            x = next(iter(cands))
+            if x not in r.left:
+                m = g.members.get(x)
+                if m is None or m.left_ts_ns is None:
+                    return True
+            del cands[x]
+        return False
 
     def _consumer_assignment(self, v) -> Assignment | None:
         """A decoded ConsumerProtocolAssignment -> an :data:`Assignment` (None if not one)."""
@@ -825,17 +1153,80 @@ class GroupAnalyzer:
                     p for p in _list(tp.get("partitions")) if type(p) is int)
         return tuple((t, tuple(sorted(ps))) for t, ps in sorted(out.items()))
 
+    # -- budgets and assignments
+    def _fit(self, g: _G, r: _Round, mid: str, a: Assignment, cut: int, ev: _Ev
+             ) -> tuple[Assignment, int]:
+        """``(a as kept in round r, partitions of it not kept)``: the round's assignments
+        together keep at most ``group_assignment_partitions`` partitions (the rest are
+        counted; ``cut``: partitions already cut from the exchange); one object for equal
+        assignments of the group."""
+        self._drop_assignment(r, mid)
+        n = sum(len(ps) for _, ps in a)
+        room = max(self.max_partitions - r.partitions, 0)
+        if n > room:
+            kept, left = [], room
+            for t, ps in a:
+                if left <= 0:
+                    break
+                kept.append((t, ps[:left]))
+                left -= min(len(ps), left)
+            a = tuple(kept)
+            c = self._round_cut
+            if not c:
+                c.extend([0, 0, g.group_id, ev.ts_ns])
+            c[0] += n - room
+            c[1] += 1
+            cut += n - room
+            n = room
+        r.partitions += n
+        if cut:
+            r.cut[mid] = cut
+        return g.intern(a), cut
+
+    @staticmethod
+    def _drop_assignment(r: _Round, mid: str) -> None:
+        """``mid``'s assignment is no longer the round's (it left, or a new one comes)."""
+        old = r.assignment.pop(mid, None)
+        r.cut.pop(mid, None)
+        if old:
+            r.partitions -= sum(len(ps) for _, ps in old)
+
+    def _assign(self, m: _M, a: Assignment, cut: int = 0) -> None:
+        """``m`` holds ``a`` now (the latest assignment of the group so far; ``cut``
+        partitions of it not kept)."""
+        self._seq += 1
+        m.assignment = a
+        m.assignment_cut = cut
+        m.assigned_seq = self._seq
+
+    def _undecoded(self, g: _G, ev: _Ev, mid: str, raw) -> None:
+        """A consumer-protocol assignment whose bytes do not decode: an issue (the first
+        :data:`MAX_UNDECODED_ISSUES`, then a count), the member's assignment unknown."""
+        self._undecoded_count += 1
+        if self._undecoded_count > MAX_UNDECODED_ISSUES:
+            return
+        self._issues.append(DecodeIssue(
+            IssueKind.SPEC_DEPARTURE, Severity.WARNING,
+            f"group {g.group_id!r}, member {mid!r}: the SyncGroup answer's assignment does "
+            f"not decode as ConsumerProtocolAssignment ({claimed_assignment(raw)}); the "
+            f"member's assignment is shown as unknown (-), not as empty",
+            ev.rsp_ts_ns or ev.ts_ns, ev.conn_id, ev.client, ev.broker, "response",
+            field_path="assignment", correlation_id=ev.correlation_id, api_key=ev.api_key))
+
     def _close(self, g: _G, end_ts_ns: int | None, complete: bool = True) -> None:
         r = g.round
         if r is None:
             return
         g.round = None
-        members = [x for x in r.members if x not in r.left]
+        left = r.left
         if g.protocol in (CONSUMER, SHARE):
-            members = [x for x in g.current if x not in r.left]
-            members.sort(key=lambda x: g.members[x].first_ts_ns if x in g.members else 0)
+            members = [x for x in g.current if x not in left]
+            members.sort(key=lambda x: (g.members[x].first_ts_ns if x in g.members else 0, x))
+        else:
+            members = [x for x in r.members if x not in left]
         prev = r.prev_members
-        missing = [x for x in prev if x not in members and x not in r.left]
+        now = set(members)
+        missing = [x for x in prev if x not in now and x not in left]
         if g.protocol == CLASSIC and r.leader_members:
             for x in missing:
                 m = g.members.get(x)
@@ -844,16 +1235,22 @@ class GroupAnalyzer:
         else:
             missing = [x for x in missing if x in g.members and
                        g.members[x].left_reason == "session_timeout"]
+        missing.sort(key=lambda x: (g.members[x].first_ts_ns if x in g.members else 0, x))
         trigger, who, err = self._trigger(r, missing, g.protocol)
         assignment = tuple((x, r.assignment[x]) for x in members if x in r.assignment)
         if complete:
             complete = all(x in r.assignment for x in members) and not r.pending
+        # the members gone in the round: those that left, then those that timed out
+        gone = tuple(left) + tuple(x for x in missing if x in g.members and
+                                   g.members[x].left_reason == "session_timeout")
         g.rebalances.append(Rebalance(
             g.group_id, len(g.rebalances) + 1, r.start_ts_ns, end_ts_ns, trigger, who, err,
             tuple(r.errors), r.generation_id, r.protocol_name or g.protocol_name, r.leader,
-            tuple(members), tuple(r.joined), tuple(r.left), assignment, complete,
-            tuple(r.refs)))
-        g.current = set(members)
+            tuple(members), tuple(r.joined), gone, assignment, complete,
+            tuple(r.refs.values()),
+            tuple((x, r.cut[x]) for x in members if x in r.cut)))
+        g.current = now
+        g.current_seen_lb = None
         if r.generation_id >= 0:
             g.generation_id = max(g.generation_id, r.generation_id) \
                 if g.protocol != CLASSIC else r.generation_id
@@ -891,7 +1288,9 @@ class GroupAnalyzer:
             return
         epoch = _int(q.get("member_epoch"), 0)
         known = mid in g.members
-        m = g.member(mid, ev)
+        m = g.member(mid, ev, self.max_members)
+        if m is None:                                            # beyond the budget
+            return
         m.group_instance_id = _str(q.get("instance_id")) or m.group_instance_id
         m.rack_id = _str(q.get("rack_id")) or m.rack_id
         m.rebalance_timeout_ms = _int(q.get("rebalance_timeout_ms"), m.rebalance_timeout_ms) \
@@ -903,24 +1302,23 @@ class GroupAnalyzer:
             self._timeouts(g, ev)
             fenced = m.left_reason == "fenced"                   # rejoins after an error
             r = g.open_round(ev.ts_ns)
-            if ev.ref not in r.refs:
-                r.refs.append(ev.ref)
+            r.ref(ev)
             if mid not in r.joined and not fenced and mid not in r.pending:
-                r.joined.append(mid)
+                r.joined[mid] = None
                 r.cause(ev.ts_ns, "join", mid)
                 m.joined_ts_ns = ev.ts_ns
             r.pending.setdefault(mid, None)                      # until its assignment
             m.left_ts_ns = m.left_reason = None
-            g.current.add(mid)
+            g.add_current(mid)
         elif epoch in (-1, -2):                                  # a leave
             r = g.open_round(ev.ts_ns)
-            r.refs.append(ev.ref)
+            r.ref(ev)
             if mid not in r.left:
-                r.left.append(mid)
+                r.left[mid] = None
             r.cause(ev.ts_ns, "leave", mid)
             m.left_ts_ns, m.left_reason = ev.ts_ns, "leave"
             r.pending.pop(mid, None)
-            r.assignment.pop(mid, None)
+            self._drop_assignment(r, mid)
             g.current.discard(mid)
             if m.assignment and g.current:     # its partitions go to the others: wait
                 r.awaiting = True
@@ -929,7 +1327,7 @@ class GroupAnalyzer:
             return
         else:
             if not known and g.round is None:
-                g.current.add(mid)                               # a member before the capture
+                g.add_current(mid)                               # a member before the capture
             m.member_epoch = max(m.member_epoch, epoch)
             owned = q.get("topic_partitions")
             r = g.round
@@ -937,8 +1335,7 @@ class GroupAnalyzer:
                     and isinstance(owned, list) and \
                     self._id_assignment(owned) == r.pending[mid]:
                 r.pending.pop(mid)                               # acknowledged
-                if ev.ref not in r.refs:
-                    r.refs.append(ev.ref)
+                r.ref(ev)
                 if not r.pending and not r.awaiting:
                     self._close(g, ev.ts_ns)
         if a is None:
@@ -956,6 +1353,7 @@ class GroupAnalyzer:
         asg = a.get("assignment")
         got = self._id_assignment(asg.get("topic_partitions")) \
             if isinstance(asg, dict) else None
+        cut = _cut_of(asg.get("topic_partitions")) if got is not None else 0
         bumped = new_epoch > m.member_epoch
         m.member_epoch = max(m.member_epoch, new_epoch)
         if got is None and not bumped:
@@ -967,12 +1365,12 @@ class GroupAnalyzer:
             self._timeouts(g, ev)
             g.open_round(ev.ts_ns).cause(ev.ts_ns, "assignment_change", None)
         r = g.round
-        if ev.ref not in r.refs:
-            r.refs.append(ev.ref)
+        r.ref(ev)
         r.generation_id = max(r.generation_id, new_epoch)
         if got is None:
             return
-        m.assignment = got
+        got, cut = self._fit(g, r, mid, got, cut, ev)
+        self._assign(m, got, cut)
         r.assignment[mid] = got
         r.awaiting = False
         if protocol == CONSUMER:
@@ -983,13 +1381,23 @@ class GroupAnalyzer:
                 self._close(g, ev.rsp_ts_ns)
 
     def _timeouts(self, g: _G, ev: _Ev) -> None:
-        """KIP-848 / share members silent for longer than the session timeout are gone."""
+        """KIP-848 / share members silent for longer than the session timeout are gone.
+        Looks at the members only when the oldest of them may have timed out (a lower
+        bound of their last exchange times is kept): linear over a round of many joins."""
+        lb = g.current_seen_lb
+        if lb is not None and ev.ts_ns - lb <= KIP848_SESSION_TIMEOUT_NS:
+            return
+        low = None
         for x in list(g.current):
             m = g.members.get(x)
-            if m is not None and m.left_ts_ns is None and \
-                    ev.ts_ns - m.last_ts_ns > KIP848_SESSION_TIMEOUT_NS:
+            if m is None:
+                continue
+            if m.left_ts_ns is None and ev.ts_ns - m.last_ts_ns > KIP848_SESSION_TIMEOUT_NS:
                 m.left_ts_ns, m.left_reason = m.last_ts_ns, "session_timeout"
                 g.current.discard(x)
+            elif low is None or m.last_ts_ns < low:
+                low = m.last_ts_ns
+        g.current_seen_lb = low if low is not None else 1 << 62
 
     # -- offsets
     def _commit(self, ev: _Ev) -> None:
@@ -1046,15 +1454,15 @@ class GroupAnalyzer:
                      if isinstance(x, dict)]
         else:
             pairs = [(q.get("group_id"), a)]
+        asked = {x.get("group_id"): x.get("member_id") for x in _list(q.get("groups"))
+                 if isinstance(x, dict) and isinstance(x.get("group_id"), str)}
         for gid, body in pairs:
             g = self._group(gid)
             if g is None:
                 continue
             g.touch(ev)
-            if isinstance(q.get("groups"), list):
-                for x in _list(q["groups"]):
-                    if isinstance(x, dict) and x.get("group_id") == gid:
-                        self._known_member(g, _str(x.get("member_id")), ev)
+            if gid in asked:
+                self._known_member(g, _str(asked[gid]), ev)
             for t in _list(body.get("topics")):
                 if not isinstance(t, dict):
                     continue
@@ -1106,8 +1514,11 @@ class GroupAnalyzer:
                     d.get("members"):
                 g.protocol = CLASSIC
             for x in _list(d.get("members")):
-                self._described_member(g, ev, x, self._consumer_assignment(
-                    x.get("member_assignment")) if isinstance(x, dict) else None)
+                got = self._consumer_assignment(x.get("member_assignment")) \
+                    if isinstance(x, dict) else None
+                self._described_member(g, ev, x, got, _cut_of(
+                    x["member_assignment"].get("assigned_partitions")) if got is not None
+                    else 0)
 
     def _describe848(self, ev: _Ev) -> None:
         protocol = CONSUMER if ev.api_key == CONSUMER_GROUP_DESCRIBE else SHARE
@@ -1125,21 +1536,23 @@ class GroupAnalyzer:
                 asg = x.get("assignment") if isinstance(x, dict) else None
                 got = self._id_assignment(asg.get("topic_partitions")) \
                     if isinstance(asg, dict) else None
-                self._described_member(g, ev, x, got)
+                self._described_member(g, ev, x, got, _cut_of(
+                    asg.get("topic_partitions")) if got is not None else 0)
 
-    def _described_member(self, g: _G, ev: _Ev, x, assignment: Assignment | None) -> None:
+    def _described_member(self, g: _G, ev: _Ev, x, assignment: Assignment | None,
+                          cut: int = 0) -> None:
         if not isinstance(x, dict) or not _str(x.get("member_id")):
             return
-        m = g.members.get(x["member_id"])
-        if m is None:
-            m = g.members[x["member_id"]] = _M(x["member_id"], ev.ts_ns, ev.end_ts_ns)
+        m = g.new_member(x["member_id"], ev, self.max_members)
+        if m is None:                            # beyond the group_members budget
+            return
         m.client_id = m.client_id or _str(x.get("client_id"))
         if not m.client and _str(x.get("client_host")):
             m.client = x["client_host"].lstrip("/")
         m.group_instance_id = m.group_instance_id or _str(x.get("group_instance_id")) or \
             _str(x.get("instance_id"))
         if assignment is not None and m.assignment is None:
-            m.assignment = assignment
+            self._assign(m, g.intern(assignment), cut)
 
     # ------------------------------------------------------------------ lag
     def _normalized_hw(self) -> dict[tuple[str, int], list[tuple[int, int]]]:
@@ -1160,14 +1573,38 @@ class GroupAnalyzer:
         return max(0, samples[i - 1][1] - offset)
 
     def _lags(self, g: _G) -> tuple[Lag, ...]:
-        out = []
+        rows = []
         for (topic, part), (off, ts, src) in sorted(g.committed.items()):
             samples = self._hw_by_name.get((topic, part))
             if not samples or off < 0:
                 continue
-            hts, hw = samples[-1]
-            out.append(Lag(g.group_id, topic, part, off, ts, src, hw, hts, max(0, hw - off)))
+            rows.append((topic, part, off, ts, src, samples[-1]))
+        owners = self._owners(g, {(r[0], r[1]) for r in rows})
+        out = []
+        for topic, part, off, ts, src, (hts, hw) in rows:
+            m = owners.get((topic, part))
+            out.append(Lag(g.group_id, topic, part, off, ts, src, hw, hts, max(0, hw - off),
+                           m and m.member_id, m and m.client_id,
+                           m and (_host(m.client) if m.client else None)))
         return tuple(out)
+
+    @staticmethod
+    def _owners(g: _G, wanted: set) -> dict[tuple[str, int], _M]:
+        """(topic, partition) -> the member whose last assignment holds it, the latest
+        assigned when several do (a member that left still owns what nobody got after
+        it). One pass over the members' last assignments."""
+        owners: dict[tuple[str, int], _M] = {}
+        if not wanted:
+            return owners
+        for m in g.members.values():
+            for t, ps in m.assignment or ():
+                for p in ps:
+                    key = (t, p)
+                    if key in wanted:
+                        o = owners.get(key)
+                        if o is None or m.assigned_seq > o.assigned_seq:
+                            owners[key] = m
+        return owners
 
     # ------------------------------------------------------------------ output
     def _freeze(self, g: _G) -> Group:

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from kafkasniff.model import DecodeIssue
+
 __all__ = [
     "Assignment", "Commit", "ExchangeRef", "Group", "GroupsReport", "Lag", "Member",
     "Rebalance", "CLASSIC", "CONSUMER", "SHARE", "UNKNOWN",
@@ -36,13 +38,17 @@ def assignment_dict(a: Assignment | None) -> dict[str, list[int]] | None:
     return None if a is None else {t: list(ps) for t, ps in a}
 
 
-def assignment_text(a: Assignment | None) -> str:
-    """``topic[0,1] other[2]``; ``-`` for none, ``(none)`` for an empty assignment."""
+def assignment_text(a: Assignment | None, cut: int = 0) -> str:
+    """``topic[0,1] other[2]``; ``-`` for none, ``(none)`` for an empty assignment;
+    ``cut``: partitions of it not kept (budget ``group_assignment_partitions``), said after
+    it (``topic[0,1] (+5 partitions not kept)``)."""
+    more = f"(+{cut} partition{'' if cut == 1 else 's'} not kept)" if cut > 0 else ""
     if a is None:
         return "-"
     if not a:
-        return "(none)"
-    return " ".join(f"{t}[{','.join(str(p) for p in ps)}]" for t, ps in a)
+        return more or "(none)"
+    text = " ".join(f"{t}[{','.join(str(p) for p in ps)}]" for t, ps in a)
+    return f"{text} {more}" if more else text
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +99,8 @@ class Member:
         session_timeout_ms / rebalance_timeout_ms: from its JoinGroup or heartbeat (-1 when
             not on the wire).
         exchanges: group API exchanges of this member.
+        assignment_cut: partitions of its last assignment not kept (beyond the budget
+            ``group_assignment_partitions``; 0: the assignment is whole).
     """
 
     member_id: str
@@ -113,6 +121,7 @@ class Member:
     session_timeout_ms: int = -1
     rebalance_timeout_ms: int = -1
     exchanges: int = 0
+    assignment_cut: int = 0
 
     def to_dict(self) -> dict:
         """A JSON-ready dict (assignment as ``{topic: [partitions]}``)."""
@@ -127,6 +136,7 @@ class Member:
             "subscribed_topics": list(self.subscribed_topics), "rack_id": self.rack_id,
             "session_timeout_ms": self.session_timeout_ms,
             "rebalance_timeout_ms": self.rebalance_timeout_ms, "exchanges": self.exchanges,
+            "assignment_cut": self.assignment_cut,
         }
 
 
@@ -172,6 +182,8 @@ class Rebalance:
         complete: every member's assignment was seen (False when the capture ended first
             or some member's answers were not captured).
         exchanges: the group API exchanges of the rebalance.
+        assignment_cut: member id -> partitions of its assignment not kept (beyond the
+            budget ``group_assignment_partitions``), for the members whose assignment is cut.
     """
 
     group_id: str
@@ -191,6 +203,7 @@ class Rebalance:
     assignment: tuple[tuple[str, Assignment], ...] = ()
     complete: bool = False
     exchanges: tuple[ExchangeRef, ...] = field(default=())
+    assignment_cut: tuple[tuple[str, int], ...] = ()
 
     @property
     def duration_ns(self) -> int | None:
@@ -218,6 +231,7 @@ class Rebalance:
             "assignment": {m: assignment_dict(a) for m, a in self.assignment},
             "complete": self.complete,
             "exchanges": [x.to_dict() for x in self.exchanges],
+            "assignment_cut": dict(self.assignment_cut),
         }
 
 
@@ -284,6 +298,11 @@ class Lag:
         high_watermark / high_watermark_ts_ns: the last high watermark seen (a Fetch
             response's ``high_watermark``, a ListOffsets answer for the latest offset).
         lag: ``high_watermark - committed_offset`` (not below 0).
+        member_id / client_id / client_host: the partition's owner, as
+            ``kafka-consumer-groups --describe`` shows it (CONSUMER-ID, CLIENT-ID, HOST): the
+            member whose last assignment holds the partition, the latest assigned when
+            several do (a member that left still owns what nobody was given after it);
+            None when no assignment seen holds it.
     """
 
     group_id: str
@@ -295,6 +314,9 @@ class Lag:
     high_watermark: int
     high_watermark_ts_ns: int
     lag: int
+    member_id: str | None = None
+    client_id: str | None = None
+    client_host: str | None = None
 
     def to_dict(self) -> dict:
         """A JSON-ready dict."""
@@ -303,6 +325,8 @@ class Lag:
             "committed_offset": self.committed_offset, "committed_ts_ns": self.committed_ts_ns,
             "committed_from": self.committed_from, "high_watermark": self.high_watermark,
             "high_watermark_ts_ns": self.high_watermark_ts_ns, "lag": self.lag,
+            "member_id": self.member_id, "client_id": self.client_id,
+            "client_host": self.client_host,
         }
 
 
@@ -411,12 +435,20 @@ class GroupsReport:
         groups_dropped: groups not tracked (beyond the analyzer's bound).
         events_dropped: group API exchanges not analysed (beyond the analyzer's
             ``max_events``: the report covers the ones before).
+        issues: what the analysis found wrong or left out, as
+            :class:`~kafkasniff.model.DecodeIssue` records: a budget reached
+            (``budget_exhausted``: ``group_assignment_partitions``, ``group_members``; once
+            each), an assignment whose bytes do not decode (``spec_departure``).
+        capture_group_exchanges: for a report of some groups only (:meth:`only`), the
+            group API exchanges of the whole capture; None for the whole capture's report.
     """
 
     groups: tuple[Group, ...]
     group_exchanges: int = 0
     groups_dropped: int = 0
     events_dropped: int = 0
+    issues: tuple[DecodeIssue, ...] = ()
+    capture_group_exchanges: int | None = None
 
     def group(self, group_id: str) -> Group | None:
         """The group ``group_id``, or None."""
@@ -426,8 +458,22 @@ class GroupsReport:
         return None
 
     def to_dict(self) -> dict:
-        """``{"groups": [...], "group_exchanges", "groups_dropped", "events_dropped"}``."""
+        """``{"groups": [...], "group_exchanges", "groups_dropped", "events_dropped",
+        "issues": [...], "capture_group_exchanges"}``."""
         return {"groups": [g.to_dict() for g in self.groups],
                 "group_exchanges": self.group_exchanges,
                 "groups_dropped": self.groups_dropped,
-                "events_dropped": self.events_dropped}
+                "events_dropped": self.events_dropped,
+                "issues": [i.to_dict() for i in self.issues],
+                "capture_group_exchanges": self.capture_group_exchanges}
+
+    def only(self, group_ids) -> "GroupsReport":
+        """The report of the groups ``group_ids`` only: ``group_exchanges`` counts their
+        exchanges (an exchange naming several of them counts for each), the issues are
+        those of the whole analysis."""
+        wanted = set(group_ids)
+        groups = tuple(g for g in self.groups if g.group_id in wanted)
+        return GroupsReport(groups, sum(g.exchanges for g in groups), self.groups_dropped,
+                            self.events_dropped, self.issues,
+                            self.group_exchanges if self.capture_group_exchanges is None
+                            else self.capture_group_exchanges)

@@ -40,7 +40,8 @@ def export_jobs(sources: list, out_dir: Path, *, jobs: int, options=None,
                       with_records=with_records, row_group_rows=row_group_rows,
                       tables=export_tables(with_records, groups))
     spec = dict(out_dir=out_dir, stem=stem, fmt=fmt, partition_by=sink.partition_by,
-                with_records=with_records, row_group_rows=row_group_rows, groups=groups)
+                with_records=with_records, row_group_rows=row_group_rows, groups=groups,
+                group_budgets=opts.budgets)
 
     def on_item(item) -> None:
         _, issue, capture, first_ts, fallback = item
@@ -52,7 +53,7 @@ def export_jobs(sources: list, out_dir: Path, *, jobs: int, options=None,
     except BaseException:
         sink.abort()
         raise
-    analyzer = GroupAnalyzer(sink.defs) if groups else None
+    analyzer = GroupAnalyzer(sink.defs, budgets=opts.budgets) if groups else None
     for counts, _files, group_state in res.results:
         sink.add_counts(counts)
         if analyzer is not None and group_state is not None:

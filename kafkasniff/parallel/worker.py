@@ -129,7 +129,7 @@ class ExportOutput(Output):
         if spec.get("groups"):
             from kafkasniff.groups.analysis import GroupAnalyzer
 
-            self.groups = GroupAnalyzer(defs)
+            self.groups = GroupAnalyzer(defs, budgets=spec.get("group_budgets"))
         self.sink = ExportSink(spec["out_dir"], file_stem=f"{spec['stem']}-j{wid}",
                                fmt=spec["fmt"], partition_by=spec["partition_by"],
                                with_records=spec["with_records"],
