@@ -22,13 +22,17 @@ from kafkasniff.errors import KafkaSniffError
 @click.option("--commits", type=click.IntRange(0), default=20, show_default=True,
               help="Commit rows shown per group in the text report (the last ones).")
 @click.option("--strict", is_flag=True, help="Exit 1 if any warning or error issue was found.")
+@click.option("-q", "--quiet", is_flag=True,
+              help="Say nothing on stderr about a damaged capture file.")
 def groups_command(files, read_files, ports, detect, max_frame_bytes, definitions,
                    max_uncompressed_bytes, wire_format, show_secrets, as_json, group_ids,
-                   commits, strict):
+                   commits, strict, quiet):
     """Consumer groups: protocol (classic, KIP-848 consumer, KIP-932 share), coordinator,
     members, every rebalance with its trigger and the assignment after it, commits and lag.
 
-    Decodes in one process (the groups' exchanges span connections).
+    Decodes in one process (the groups' exchanges span connections). A damaged capture
+    file (truncated, invalid blocks) is said on stderr as read says it: its issue lines and
+    read's summary line, with the bytes left unread.
     """
     from kafkasniff.groups.analysis import GroupAnalyzer
     from kafkasniff.groups.report import render_groups
@@ -41,14 +45,18 @@ def groups_command(files, read_files, ports, detect, max_frame_bytes, definition
     pipe = Pipeline(inp.pipeline_options())
     an = GroupAnalyzer(pipe.defs, budgets=pipe.options.budgets)
     bad = 0
+    damage = []         # the capture file's own damage (issue 45, item 5)
     try:
         for rec in analyze(inp.sources, pipeline=pipe, on_progress=progress):
             t = type(rec)
             if t is Exchange:
                 an.add(rec)
                 bad += sum(1 for i in rec.issues if i.severity != "info")
-            elif t is DecodeIssue and rec.severity != "info":
-                bad += 1
+            elif t is DecodeIssue:
+                if rec.severity != "info":
+                    bad += 1
+                if rec.kind in _CAPTURE_DAMAGE:
+                    damage.append(rec)
     except KafkaSniffError as exc:
         progress.close()
         fail(str(exc))
@@ -65,4 +73,16 @@ def groups_command(files, read_files, ports, detect, max_frame_bytes, definition
             click.echo(render_groups(report, commits=commits), nl=False)
     except BrokenPipeError:
         sys.exit(0)
+    if damage and not quiet:
+        from kafkasniff.cli.read import summary_line
+        from kafkasniff.output.render import issue_line
+
+        for issue in damage:
+            click.echo(issue_line(issue), err=True)
+        click.echo(summary_line(pipe.stats), err=True)
     sys.exit(1 if strict and bad else 0)
+
+
+#: issue kinds of a damaged capture file: the report is about groups, these say that the
+#: capture it was made of ends early or lost blocks
+_CAPTURE_DAMAGE = frozenset({"capture_truncated", "capture_block_invalid"})
