@@ -265,8 +265,12 @@ class Progress:
 
 
 def fail(message: str) -> NoReturn:
-    """Print ``kafkasniff: error: MESSAGE`` on stderr and exit 2 (usage or unreadable input)."""
-    click.echo(f"kafkasniff: error: {message}", err=True)
+    """Print ``kafkasniff: error: MESSAGE`` on stderr, on one line (the message escaped by
+    :func:`kafkasniff.text.escape_text`: it may quote a file name or a name off the wire),
+    and exit 2 (usage or unreadable input)."""
+    from kafkasniff.text import escape_text
+
+    click.echo(f"kafkasniff: error: {escape_text(message)}", err=True)
     sys.exit(2)
 
 

@@ -400,8 +400,10 @@ def live_command(iface, read_file, bpf, ports, detect, max_frame_bytes, definiti
         click.echo(summary_line(snap, state["shown"] if output in ("lines", "json") else None,
                                 source_name), err=True)
     if session.errors:
+        from kafkasniff.text import escape_text
+
         for e in session.errors:
-            click.echo(f"kafkasniff: error: {e}", err=True)
+            click.echo(f"kafkasniff: error: {escape_text(str(e))}", err=True)
         if os.environ.get("KAFKASNIFF_DEBUG"):
             click.echo(getattr(session, "_tb", ""), err=True)
         sys.exit(2)

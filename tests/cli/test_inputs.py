@@ -39,3 +39,18 @@ def test_truncated_capture_is_an_issue_not_an_error(tmp_path):
     assert res.exit_code == 0
     kinds = {json.loads(ln).get("kind") for ln in res.output.splitlines() if ln.startswith("{")}
     assert "capture_truncated" in kinds
+
+
+def test_errors_escape_names_on_one_line(tmp_path):
+    # a file name chosen by whoever sent the capture: the error line shows it escaped
+    # (kafkasniff.text.escape_text), on one line
+    from tests.support.terminal import assert_terminal_safe
+
+    bad = tmp_path / "capture\x1b]0;pwned\x07\r\nkafkasniff: forged line\x9b.pcap"
+    bad.write_text("hello, this is not a capture\n")
+    res = CliRunner().invoke(main, ["read", str(bad)], color=True)
+    assert res.exit_code == 2
+    assert_terminal_safe(res.stderr)
+    [line] = res.stderr.splitlines()
+    assert line.startswith("kafkasniff: error: ")
+    assert r"capture\x1b]0;pwned\x07\r\nkafkasniff: forged line\x9b.pcap" in line
