@@ -568,7 +568,7 @@ def summary_line(snap, shown: int | None, source: str) -> str:
 
     parts = summary_parts(snap.exchanges, snap.issues, snap.decoded,
                           snap.stats.get("skipped", {}), snap.kafka_connections,
-                          snap.other_connections, shown, packets_suffix="decoded",
+                          snap.other_connections, shown, packets_label="packets decoded",
                           ledger=snap.stats.get("bytes"))
     cap = f"captured {plural(snap.captured, 'packet')} from {source} in {snap.elapsed_s:.1f}s"
     if snap.kernel_received is not None:

@@ -435,13 +435,13 @@ def bytes_part(ledger: dict) -> str:
 
 def summary_parts(exchanges: dict, issues: dict, packets: int, skipped: dict,
                   kafka_connections: int, other_connections: int, shown: int | None = None,
-                  packets_suffix: str = "", ledger: dict | None = None) -> list[str]:
+                  packets_label: str = "packets", ledger: dict | None = None) -> list[str]:
     """The parts of the final ``summary:`` line of ``read`` and ``live`` (exchanges by
     status, issues by kind, packets and skipped ones by reason, most frequent first;
     connections; every captured byte, decoded or skipped by reason, when ``ledger`` is
     given), each a short text with its count (``1 exchange``, ``2 exchanges``);
-    ``shown`` when filters showed fewer exchanges; ``packets_suffix`` follows the packet
-    count (``"decoded"``: ``12 packets decoded``)."""
+    ``shown`` when filters showed fewer exchanges; ``packets_label`` follows the packet
+    count, plural (``"packets decoded"``; ``"packet decoded"`` after a count of one)."""
     from kafkasniff.text import plural
 
     counts = _counts
@@ -451,8 +451,8 @@ def summary_parts(exchanges: dict, issues: dict, packets: int, skipped: dict,
              (f" ({counts(exchanges)})" if exchanges else "")]
     parts.append(plural(sum(issues.values()), "issue") +
                  (f" ({counts(issues)})" if issues else ""))
-    parts.append(plural(packets, "packet") + (f" {packets_suffix}" if packets_suffix else "") +
-                 (f" (skipped: {counts(skipped)})" if skipped else ""))
+    label = packets_label.replace("packets", "packet", 1) if packets == 1 else packets_label
+    parts.append(f"{packets} {label}" + (f" (skipped: {counts(skipped)})" if skipped else ""))
     parts.append(plural(kafka_connections, "Kafka connection"))
     if other_connections:
         parts.append(plural(other_connections, "other TCP connection"))

@@ -107,3 +107,14 @@ def test_tui_status_line_singular(one_of_each):
     status = asyncio.run(drive())
     assert "1 exchange " in status + " " and "1 issue" in status, status
     assert not ONE_PLURAL.search(status), status
+
+
+def test_summary_parts_packet_label():
+    from kafkasniff.output.render import summary_parts
+
+    one = summary_parts({}, {}, 1, {}, 1, 1, packets_label="packets decoded")
+    assert one == ["0 exchanges", "0 issues", "1 packet decoded", "1 Kafka connection",
+                   "1 other TCP connection"]
+    two = summary_parts({"paired": 2}, {"tcp_gap": 2}, 2, {}, 2, 0)
+    assert two == ["2 exchanges (paired 2)", "2 issues (tcp_gap 2)", "2 packets",
+                   "2 Kafka connections"]
