@@ -13,6 +13,7 @@ from kafkasniff.groups.model import (
     assignment_text,
 )
 from kafkasniff.stats.report import render_table
+from kafkasniff.text import escape_text
 
 _PROTOCOLS = {"classic": "classic", CONSUMER: "consumer (KIP-848)", SHARE: "share (KIP-932)",
               "unknown": "unknown (offsets or lookups only)"}
@@ -40,12 +41,12 @@ def render_group(g: Group, *, commits: int = 20) -> str:
     """The text block of one group; ``commits``: commit rows shown (latest first cut)."""
     d = g.to_dict()
     lat = d["commit_latency_ns"]
-    head = [f"Group {g.group_id}",
+    head = [f"Group {escape_text(g.group_id)}",
             f"  protocol {_PROTOCOLS.get(g.protocol, g.protocol)}"
-            + (f", protocol_type {g.protocol_type}" if g.protocol_type else "")
-            + (f", assignor {g.protocol_name}" if g.protocol_name else "")
-            + (f", state {g.state}" if g.state else ""),
-            f"  coordinator {g.coordinator or '-'}"
+            + (f", protocol_type {escape_text(g.protocol_type)}" if g.protocol_type else "")
+            + (f", assignor {escape_text(g.protocol_name)}" if g.protocol_name else "")
+            + (f", state {escape_text(g.state)}" if g.state else ""),
+            f"  coordinator {escape_text(g.coordinator or '-')}"
             + (f" (node {g.coordinator_node_id})" if g.coordinator_node_id >= 0 else "")
             + (f"; requests went to {', '.join(g.coordinator_brokers)}"
                if g.coordinator_brokers and list(g.coordinator_brokers) != [g.coordinator]
@@ -62,21 +63,24 @@ def render_group(g: Group, *, commits: int = 20) -> str:
     parts.append(render_table("Members", [
         "member_id", "instance", "client_id", "host", "joined", "left", "how", gen_label,
         "assignment"], [
-        [m.member_id, _short(m.group_instance_id, 30), _short(m.client_id, 30),
-         m.client_host or "-", _time(m.joined_ts_ns), _time(m.left_ts_ns),
+        [escape_text(m.member_id),
+         _short(escape_text(m.group_instance_id) if m.group_instance_id else None, 30),
+         _short(escape_text(m.client_id) if m.client_id else None, 30),
+         escape_text(m.client_host or "-"), _time(m.joined_ts_ns), _time(m.left_ts_ns),
          m.left_reason or "-",
          str(m.member_epoch if g.protocol in (CONSUMER, SHARE) else m.generation_id),
-         assignment_text(m.assignment)] for m in g.members]))
+         escape_text(assignment_text(m.assignment))] for m in g.members]))
     rows = []
     for r in g.rebalances:
         rows.append([str(r.index), _time(r.start_ts_ns), _time(r.end_ts_ns),
                      _ms(r.duration_ns), r.trigger + (f" {r.trigger_error}" if r.trigger_error
                                                       else ""),
-                     _short(r.trigger_member, 40), str(r.generation_id), str(len(r.members)),
+                     _short(escape_text(r.trigger_member) if r.trigger_member else None, 40),
+                     str(r.generation_id), str(len(r.members)),
                      ", ".join(r.errors) or "-", "yes" if r.complete else "no"])
         for mid, a in r.assignment:
-            rows.append(["", "", "", "", "", f"  {_short(mid, 38)}", "", "", assignment_text(a),
-                         ""])
+            rows.append(["", "", "", "", "", f"  {_short(escape_text(mid), 38)}", "", "",
+                         escape_text(assignment_text(a)), ""])
     parts.append(render_table("Rebalances (and the assignment after each)", [
         "#", "start", "end", "duration ms", "trigger", "member", gen_label, "members",
         "errors", "complete"], rows))
@@ -85,12 +89,13 @@ def render_group(g: Group, *, commits: int = 20) -> str:
         f"Commits (last {len(shown)} of {len(g.commits)})" if len(g.commits) > len(shown)
         else "Commits", ["time", "api", "topic", "partition", "committed_offset", "error",
                          "latency ms", "lag"],
-        [[_time(c.ts_ns), c.api_name, c.topic, str(c.partition), str(c.committed_offset),
+        [[_time(c.ts_ns), c.api_name, escape_text(c.topic), str(c.partition),
+          str(c.committed_offset),
           c.error or ("-" if c.answered else "(no answer)"), _ms(c.latency_ns),
           "-" if c.lag is None else str(c.lag)] for c in shown]))
     parts.append(render_table("Lag at the end (high watermark - committed offset)", [
         "topic", "partition", "committed_offset", "from", "high_watermark", "lag"],
-        [[x.topic, str(x.partition), str(x.committed_offset), x.committed_from,
+        [[escape_text(x.topic), str(x.partition), str(x.committed_offset), x.committed_from,
           str(x.high_watermark), str(x.lag)] for x in g.lags]))
     return "\n".join(parts)
 
