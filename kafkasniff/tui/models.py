@@ -13,6 +13,7 @@ from typing import Sequence
 from kafkasniff.groups.model import assignment_text
 from kafkasniff.output.filters import STATUSES
 from kafkasniff.output.render import format_ms
+from kafkasniff.text import escape_text
 from kafkasniff.tui.aggregates import ClientRow, ConnRow, StatRow, TopicRow
 from kafkasniff.tui.store import F_LONG_POLL, SummaryStore
 from kafkasniff.tui.widgets import Column
@@ -141,9 +142,9 @@ def api_label(name: str, version: int) -> str:
 #: response, Errors names them (``NAME×count`` when a name occurs more than once).
 EXCHANGE_COLUMNS = [
     Column("time", "Time (UTC)", 15, priority=0),
-    Column("api", "API", 18, priority=0),
+    Column("api", "API", 18, priority=0, max_width=32, fit=True),
     Column("corr", "Corr", 6, "right", priority=4),
-    Column("client_id", "Client id", 16, priority=2),
+    Column("client_id", "Client id", 16, priority=2, max_width=40, fit=True),
     Column("client", "Client → broker", 34, priority=3),
     Column("latency", "Latency", 11, "right", priority=0),
     Column("status", "Status", 10, priority=0),
@@ -166,6 +167,16 @@ class ExchangeModel:
 
     def __len__(self) -> int:
         return len(self.view)
+
+    def content_width(self, column: int) -> int:
+        """Cells the widest API label or client_id of the store needs (the columns that fit
+        their content; the interned tables, not the rows, are measured)."""
+        key = EXCHANGE_COLUMNS[column].key
+        if key == "api":
+            return self.store.api_label_width()
+        if key == "client_id":
+            return self.store.tables.client_ids.widest()
+        return EXCHANGE_COLUMNS[column].width
 
     def cells(self, index: int) -> Sequence:
         r = self.view[index]
@@ -215,19 +226,21 @@ def error_counts(errors) -> str:
     return ", ".join(f"{name}×{n}" for name, n in errors)
 
 
-def stat_columns(first: str, width: int = 20, max_width: int = 40) -> list[Column]:
+def stat_columns(first: str, width: int = 20, max_width: int = 40,
+                 errors_width: int = 22) -> list[Column]:
     """The columns of a :class:`StatRow` table; ``first`` labels the key column (API,
-    broker, client id) of ``width`` cells, growing to ``max_width`` when there is room; the
-    rest of the spare width goes to the error names (``NAME×count``). ``Err`` counts the
+    broker, client id) of ``width`` cells, growing to its longest key (``max_width`` at
+    most) when there is room; the rest of the spare width goes to the error names
+    (``NAME×count``, ``errors_width`` cells at least). ``Err`` counts the
     exchanges with an error code; latencies are p50, p90, p99 and max of the paired
     exchanges that are not long-polls; ``LP`` counts the long-polls (the broker held them by
     design, :mod:`kafkasniff.content.waits`) and ``LP p50`` is their median."""
     return [
-        Column("key", first, width, priority=0, flex=1, max_width=max_width),
+        Column("key", first, width, priority=0, flex=1, max_width=max_width, fit=True),
         Column("count", "Count", 9, "right", priority=0),
         Column("rate", "Rate", 9, "right", priority=2),
         Column("errors", "Err", 6, "right", priority=1),
-        Column("error_names", "Errors", 22, priority=1, flex=4),
+        Column("error_names", "Errors", errors_width, priority=1, flex=4),
         Column("p50", "p50", 10, "right", priority=1),
         Column("p90", "p90", 10, "right", priority=3),
         Column("p99", "p99", 10, "right", priority=0),
@@ -273,13 +286,32 @@ def stat_cells(r: StatRow) -> tuple:
 class RowsModel:
     """A model over a list of rows with a cells function, sortable by key functions."""
 
+    #: rows measured for :meth:`content_width` (the first ones, in the order of the first
+    #: call: a snapshot of 100,000 connections is not measured whole on the UI thread)
+    MEASURED_ROWS = 2_000
+
     def __init__(self, rows: Sequence, cells, sort_keys: dict | None = None) -> None:
         self.rows = list(rows)
         self._cells = cells
         self.sort_keys = sort_keys or {}
+        self._widths: dict[int, int] = {}
 
     def __len__(self) -> int:
         return len(self.rows)
+
+    def content_width(self, column: int) -> int:
+        """Cells of the widest text of ``column`` as the table shows it (escaped), over the
+        first :data:`MEASURED_ROWS` rows; computed once per model."""
+        w = self._widths.get(column)
+        if w is None:
+            w = 1
+            for row in self.rows[:self.MEASURED_ROWS]:
+                cells = self._cells(row)
+                cell = cells[column] if column < len(cells) else ""
+                text = cell[0] if type(cell) is tuple else cell
+                w = max(w, len(escape_text(text)))
+            self._widths[column] = w
+        return w
 
     def cells(self, index: int) -> Sequence:
         return self._cells(self.rows[index])
@@ -314,7 +346,7 @@ CONN_COLUMNS = [
     Column("conn_id", "Id", 6, "right", priority=0),
     Column("client", "Client", 22, priority=0),
     Column("broker", "Broker", 22, priority=1),
-    Column("client_id", "Client id", 16, priority=0, flex=True),
+    Column("client_id", "Client id", 16, priority=0, flex=True, max_width=40, fit=True),
     Column("exchanges", "Exch", 7, "right", priority=0),
     Column("errors", "Errors", 6, "right", priority=1),
     Column("issues", "Issues", 6, "right", priority=2),
@@ -353,7 +385,7 @@ def conn_cells(r: ConnRow) -> tuple:
 # ------------------------------------------------------------------------------------ topics
 
 TOPIC_COLUMNS = [
-    Column("topic", "Topic", 20, priority=0, flex=1, max_width=40),
+    Column("topic", "Topic", 20, priority=0, flex=1, max_width=40, fit=True),
     Column("exchanges", "Exch", 7, "right", priority=0),
     Column("errors", "Err exch", 8, "right", priority=1),
     Column("partition_errors", "Partition errors", 30, priority=0, flex=4),
@@ -434,7 +466,7 @@ class IssueModel:
 #: rebalance's duration (``open`` when it did not end in the capture); ``Commits``: commit
 #: requests (OffsetCommit, TxnOffsetCommit); Errors: the group's answers' error names.
 GROUP_COLUMNS = [
-    Column("group_id", "Group id", 20, priority=0, flex=1, max_width=40),
+    Column("group_id", "Group id", 20, priority=0, flex=1, max_width=40, fit=True),
     Column("protocol", "Protocol", 8, priority=0),
     Column("coordinator", "Coordinator", 21, priority=3),
     Column("members", "Members", 7, "right", priority=1),

@@ -374,6 +374,7 @@ class DetailScreen(Screen):
     DetailScreen.both #hex-box2 { display: block; }
     DetailScreen.both #hex-box { width: 1fr; }
     DetailScreen.both.narrow Tree { width: 20; }
+    DetailScreen.nohex #hex-box, DetailScreen.nohex #hex-box2 { display: none; }
     """
 
     def __init__(self, app_ref, view_rows, index: int) -> None:
@@ -433,6 +434,9 @@ class DetailScreen(Screen):
             return
         self.detail = detail
         self._title(info)
+        # no frame bytes to show (a TLS-decrypted or live exchange, frames not found): no
+        # empty hex pane, the tree takes the width (the tree says why)
+        self.set_class(not self.has_bytes, "nohex")
         tree = self.query_one(Tree)
         build_tree(tree, detail, info)
         self.side = "request" if "request" in detail.frames else "response"
@@ -483,9 +487,18 @@ class DetailScreen(Screen):
         if self.app.screen is self:      # Esc twice quickly: the second one has no screen
             self.app.pop_screen()
 
+    @property
+    def has_bytes(self) -> bool:
+        """The decoded exchange has a frame whose bytes can be shown."""
+        d = self.detail
+        return d is not None and any(f.data is not None for f in d.frames.values())
+
     def action_toggle_focus(self) -> None:
         """Tab / Shift+Tab: the tree, the hex view (side by side: the request's, then the
-        response's), in turn."""
+        response's), in turn (the tree alone when there are no bytes to show)."""
+        if not self.has_bytes:
+            self.query_one(Tree).focus()
+            return
         order = [self.query_one(Tree), self.query_one("#hex", HexView)]
         if self.both:
             order.append(self.query_one("#hex2", HexView))

@@ -27,6 +27,7 @@ from kafkasniff.content.redaction import is_redacted
 from kafkasniff.model import DecodeIssue, Exchange, WireFormat
 from kafkasniff.output.filters import STATUSES, Filter, api_names_and_keys, pattern_matcher
 from kafkasniff.protocol.apis import SASL_AUTHENTICATE, SASL_TOKEN
+from kafkasniff.text import escape_text
 
 _STATUS_CODE = {s: i for i, s in enumerate(STATUSES)}
 SEVERITIES = ("", "info", "warning", "error")
@@ -56,13 +57,15 @@ class Interned:
     prefix without a lock.
     """
 
-    __slots__ = ("items", "_ids", "_rank", "_rank_n")
+    __slots__ = ("items", "_ids", "_rank", "_rank_n", "_wide", "_wide_n")
 
     def __init__(self, zero=None) -> None:
         self.items: list = [zero]
         self._ids: dict = {zero: 0}
         self._rank: list[int] | None = None
         self._rank_n = 0
+        self._wide = 1
+        self._wide_n = 1
 
     def id(self, value) -> int:
         """The id of ``value`` (added on first use)."""
@@ -86,6 +89,20 @@ class Interned:
                 rank[i] = r
             self._rank, self._rank_n = rank, n
         return self._rank
+
+    def widest(self) -> int:
+        """Cells of the widest string value as a table shows it (through
+        :func:`~kafkasniff.text.escape_text`; at least 1, the ``-`` of a null), for columns
+        that fit their content; brought up to date with the values added since the last
+        call."""
+        n = len(self.items)
+        if self._wide_n < n:
+            w = self._wide
+            for v in self.items[self._wide_n:n]:
+                if type(v) is str:
+                    w = max(w, len(escape_text(v)))
+            self._wide, self._wide_n = w, n
+        return self._wide
 
     def matching(self, pred, start: int = 0) -> set[int]:
         """Ids ``>= start`` whose value satisfies ``pred``."""
@@ -523,15 +540,25 @@ class SummaryStore:
         self.issues: list[tuple] = []
         self.issue_rows: dict[int, tuple[int, int]] = {}
         self.issues_dropped = 0
+        #: the highest api_version of the rows (the width of ``Produce v13`` labels)
+        self.max_version = 0
 
     def __len__(self) -> int:
         return len(self.columns["ts"])
+
+    def api_label_width(self) -> int:
+        """Cells of the longest ``API vN`` label the rows can need (the longest API name
+        with the highest version), for the Exchanges table's API column."""
+        return self.tables.names.widest() + 2 + len(str(self.max_version))
 
     def extend(self, chunk: SummaryChunk) -> range:
         """Append a chunk; returns the new rows."""
         base = len(self)
         for k, col in self.columns.items():
             col.extend(chunk.columns[k])
+        versions = chunk.columns["api_version"]
+        if len(versions):
+            self.max_version = max(self.max_version, max(versions))
         for off, ex in chunk.extra.items():
             self.extra[base + off] = ex
         issues = self.issues

@@ -46,6 +46,12 @@ class Column(NamedTuple):
         grow_to: a column grows to this width (when there is room) before the columns of
             lower priority are placed (0: no such claim), e.g. error names before less
             important columns take the width.
+        fit: the column grows to its widest cell (as the model's ``content_width`` gives
+            it), up to ``max_width``, when there is room once the columns of its priority
+            and of priority 1 are placed (after the ``grow_to`` claims), before those of
+            lower priority; a flexible one takes no spare width beyond it. For key columns
+            (API, client id, topic, group id): shown whole rather than cut while the spare
+            width goes to less important columns.
     """
 
     key: str
@@ -57,6 +63,7 @@ class Column(NamedTuple):
     sortable: bool = True
     max_width: int = 0
     grow_to: int = 0
+    fit: bool = False
 
 
 class TableModel(Protocol):
@@ -68,6 +75,9 @@ class TableModel(Protocol):
     def __len__(self) -> int: ...
 
     def cells(self, index: int) -> Sequence: ...
+
+    # optional: ``content_width(column_index) -> int``, the cells of the widest text of a
+    # column (escaped as shown), for the columns with ``fit``; cheap (cached by the model)
 
 
 class EmptyModel:
@@ -200,8 +210,9 @@ class VirtualTable(ScrollView, can_focus=True):
         self.model: TableModel = model if model is not None else EmptyModel()
         self.sort_key: str | None = None
         self.sort_reverse = False
-        self._col_layout: tuple[int, list] | None = None
+        self._col_layout: tuple | None = None
         self._style_cache: dict[str, Style] = {}
+        self._fit_cols = [i for i, c in enumerate(self.columns) if c.fit]
 
     # -------------------------------------------------------------- data
     @property
@@ -299,11 +310,21 @@ class VirtualTable(ScrollView, can_focus=True):
         self._style_cache.clear()
 
     # -------------------------------------------------------------- layout
+    def _fits(self) -> dict[int, int]:
+        """``column index -> cells its content needs`` for the columns with ``fit`` (capped
+        at their ``max_width``), from the model's ``content_width``."""
+        cw = getattr(self.model, "content_width", None)
+        if cw is None or not self._fit_cols:
+            return {}
+        cols = self.columns
+        return {i: max(1, min(cw(i), cols[i].max_width or 1 << 30)) for i in self._fit_cols}
+
     def _layout(self, width: int) -> list[tuple[Column, int, int]]:
         """Visible columns as ``(column, width, index in self.columns)``."""
+        fits = self._fits()
         cache = self._col_layout
-        if cache is not None and cache[0] == width:
-            return cache[1]
+        if cache is not None and cache[0] == width and cache[1] == fits:
+            return cache[2]
         cols = self.columns
         chosen: dict[int, int] = {}          # column index -> width
         used = 0
@@ -315,17 +336,28 @@ class VirtualTable(ScrollView, can_focus=True):
                 if used + need <= width or not chosen:
                     chosen[i] = cols[i].width
                     used += need
-            for i, w in chosen.items():        # claims before lower priorities are placed
-                if cols[i].grow_to > w and used < width:
-                    add = min(cols[i].grow_to - w, width - used)
-                    chosen[i] += add
-                    used += add
+            # claims before lower priorities are placed: grow_to first, then the content
+            # of the fit columns (once the essential columns, priorities 0 and 1, are in)
+            fit_claims = {i: t for i, t in fits.items() if level >= max(1, cols[i].priority)}
+            for claims in ({i: cols[i].grow_to for i in chosen}, fit_claims):
+                for i, target in claims.items():
+                    w = chosen.get(i)
+                    if w is not None and target > w and used < width:
+                        add = min(target - w, width - used)
+                        chosen[i] += add
+                        used += add
         out = [(cols[i], chosen[i], i) for i in range(len(cols)) if i in chosen]
         spare = width - used
         if spare > 0 and out:
-            widths = share_spare([c for c, _, _ in out], spare, [w for _, w, _ in out])
+            # a fit column takes no spare width beyond its content while another flexible
+            # column without a limit is shown to take it
+            shared = [c._replace(max_width=fits[i]) if i in fits and c.flex else c
+                      for c, _, i in out]
+            if not any(c.flex and not c.max_width for c in shared):
+                shared = [c for c, _, _ in out]
+            widths = share_spare(shared, spare, [w for _, w, _ in out])
             out = [(c, w, i) for (c, _, i), w in zip(out, widths)]
-        self._col_layout = (width, out)
+        self._col_layout = (width, fits, out)
         return out
 
     def _column_at(self, x: int) -> Column | None:
@@ -492,8 +524,9 @@ class HexView(ScrollView, can_focus=True):
         ascii_parts = []
         for k in range(per):
             i = start + k
-            if i >= len(data):
-                out.append(("   ", ""))
+            sep = " " if k != per // 2 - 1 else "  "      # the wider gap in the middle
+            if i >= len(data):                # past the end of a partial last line
+                out.append(("  " + sep, ""))
                 ascii_parts.append((" ", ""))
                 continue
             b = data[i]
@@ -506,7 +539,6 @@ class HexView(ScrollView, can_focus=True):
             lit = hi is not None and hi[0] <= i < hi[1]
             if lit:
                 kind = "highlight"
-            sep = " " if k != per // 2 - 1 else "  "
             out.append((h, kind))
             out.append((sep, "highlight" if lit and hi[0] <= i + 1 < hi[1] else ""))
             ascii_parts.append((a, kind))

@@ -133,3 +133,110 @@ async def test_filter_dialog_says_why_instead_of_dropping():
         assert p.filter.apis == ("Produce", "Metadata") and p.filter.min_latency_ms == 0.5
         names = {app.store.row(r).api_name for r in p.view}
         assert names == {"Produce", "Metadata"}, names
+
+
+# ------------------------------------------------------------------ 13. widths
+
+BROKER_GO = CAPTURES / "broker_go.pcap"
+SASL = CAPTURES / "crafted_sasl.pcap"
+TLS = CAPTURES / "broker_tls.pcap"
+TLS_KEYLOG = CAPTURES / "broker_tls.keylog"
+WIDE = (200, 50)
+NARROW = (80, 24)
+
+
+def _shown(table, key: str) -> int:
+    """The width of column ``key`` of a VirtualTable as laid out now (0: hidden)."""
+    return next((w for c, w, _ in table._layout(table.scrollable_content_region.width)
+                 if c.key == key), 0)
+
+
+async def test_wide_terminals_show_key_columns_whole():
+    """At 200x50 the Clients view and the Overview's clients panel show every client_id
+    whole (up to 40 cells), rather than cutting them while the spare width went elsewhere."""
+    app = make_app(BROKER_GO)
+    async with app.run_test(size=WIDE) as pilot:
+        await wait_loaded(pilot)
+        ids = {r.stats.key for r in app.snapshot.clients}
+        longest = max(len(k) for k in ids)
+        assert 24 < longest <= 40
+        await pilot.press("4")
+        await pilot.pause()
+        assert _shown(app.query_one("#clients-table"), "key") >= longest
+        await pilot.press("1")
+        await pilot.pause()
+        assert _shown(app.query_one("#ov-clients"), "key") >= longest
+        apis = app.query_one("#ov-apis")
+        assert _shown(apis, "key") >= max(len(r.key) for r in app.snapshot.apis)
+
+
+async def test_wide_exchanges_show_the_api_whole():
+    app = make_app(SASL)
+    async with app.run_test(size=WIDE) as pilot:
+        await wait_loaded(pilot)
+        from .conftest import screen_text
+        text = screen_text(app)
+        assert "SaslAuthenticate v2 " in text, text
+
+
+async def test_tls_detail_without_frame_bytes_gives_the_tree_the_width():
+    """At 80x24 the detail of a TLS-decrypted exchange (no frame bytes to show) hides the
+    empty hex pane: the tree takes the width (it kept 33 cells beside 45 empty ones)."""
+    from textual.widgets import Tree
+
+    from kafkasniff.pipeline import PipelineOptions
+    from kafkasniff.tui.app import KafkaSniffApp
+    from kafkasniff.tui.source import FileSource
+
+    app = KafkaSniffApp(FileSource([str(TLS)], PipelineOptions(tls_keylog=(str(TLS_KEYLOG),))))
+    async with app.run_test(size=NARROW) as pilot:
+        await wait_loaded(pilot)
+        p = pane(app)
+        k = next(i for i, r in enumerate(p.view) if app.store.row(r).api_name == "Produce")
+        p.table.move_to(k)
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, DetailScreen)
+                       and app.screen.detail is not None)
+        await pilot.pause()
+        screen = app.screen
+        assert not screen.detail.frames.get("request") or \
+            screen.detail.frames["request"].data is None
+        assert not screen.query_one("#hex-box").display
+        assert screen.query_one(Tree).size.width >= 76
+        await pilot.press("tab")                    # the focus stays in the tree
+        assert isinstance(app.focused, Tree)
+
+
+async def test_overview_at_80x24_breaks_lines_between_items():
+    """The totals break between items (``issues 33`` was split over two lines), and the
+    titles of the bars and of the histogram fit their width whole (the histogram's lost its
+    ``)``)."""
+    app = make_app(ERR)
+    async with app.run_test(size=NARROW) as pilot:
+        await wait_loaded(pilot)
+        await pilot.press("1")
+        await pilot.pause()
+        totals = str(app.query_one("#ov-totals").render()).splitlines()
+        assert any("issues 33" in ln for ln in totals), totals
+        assert any("Kafka connections" in ln and "12 Kafka" in ln for ln in totals), totals
+        assert any(ln.strip().startswith("(") and ln.strip().endswith(")") or
+                   "(47 long-polls apart, p50" in ln for ln in totals), totals
+        width = app.query_one("#ov-totals").content_region.width
+        assert all(len(ln) <= width for ln in totals), totals
+        for label in ("#sp-rate-label", "#sp-p99-label", "#ov-hist-title"):
+            w = app.query_one(label)
+            text = str(w.render())
+            assert len(text) <= w.content_region.width, (label, text)
+            assert text.count("(") == text.count(")"), (label, text)
+
+
+def test_partial_last_hex_line_keeps_the_text_column_aligned():
+    from kafkasniff.tui.widgets import HexView
+
+    hexv = HexView()
+    for n in (1, 5, 7, 8, 9, 20, 31):
+        hexv.data = bytes(range(n + 16))
+        for per in (16, 8, 4):
+            lines = hexv.dump(per).splitlines()
+            assert len({ln.index("|") for ln in lines}) == 1, (n, per, lines)
+            assert len({len(ln) for ln in lines}) == 1, (n, per, lines)

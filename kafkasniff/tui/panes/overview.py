@@ -63,11 +63,12 @@ class OverviewPane(VerticalScroll):
         with Horizontal(id="ov-panels"):
             with Vertical():
                 yield Label("Brokers", classes="section")
-                yield VirtualTable(stat_columns("Broker", 21)[:STAT_PANEL_COLUMNS], id="ov-brokers")
+                yield VirtualTable(stat_columns("Broker", 21, errors_width=16)
+                                   [:STAT_PANEL_COLUMNS], id="ov-brokers")
             with Vertical():
                 yield Label("Clients (client_id)", classes="section")
-                yield VirtualTable(stat_columns("Client id", 18)[:STAT_PANEL_COLUMNS],
-                                   id="ov-clients")
+                yield VirtualTable(stat_columns("Client id", 18, errors_width=16)
+                                   [:STAT_PANEL_COLUMNS], id="ov-clients")
         with Horizontal(id="ov-bottom"):
             with Vertical(id="ov-issues-box"):
                 yield Label("Issues", classes="section")
@@ -79,6 +80,46 @@ class OverviewPane(VerticalScroll):
     def on_mount(self) -> None:
         self.snapshot = Snapshot()
         self._hist_api: str | None = None
+        self._totals: list = []
+        self._titles: tuple = ()
+
+    def _width_of(self, selector: str) -> int:
+        """The content width of a widget of the view (0: not laid out yet)."""
+        return self.query_one(selector).content_region.width
+
+    def _draw_totals(self) -> None:
+        """The totals, broken into lines between items to fit the width."""
+        width = self._width_of("#ov-totals") or 1 << 30
+        text = Text()
+        line = 0
+        for item in self._totals:
+            if item is None:
+                text.append("\n")
+                line = 0
+                continue
+            part, sep = item
+            if line and line + len(sep) + part.cell_len > width:
+                text.append("\n")
+                line = 0
+            elif line:
+                text.append(sep)
+                line += len(sep)
+            text.append_text(part)
+            line += part.cell_len
+        self.query_one("#ov-totals", Static).update(text)
+
+    def _draw_titles(self) -> None:
+        """The bars' titles, the longest form that fits (never one cut inside)."""
+        for label, bars, forms in zip(("#sp-rate-label", "#sp-p99-label"),
+                                      ("#sp-rate", "#sp-p99"), self._titles):
+            self.query_one(label, Label).update(Text(fit_first(forms, self._width_of(bars))))
+
+    def on_resize(self) -> None:
+        if self._totals:
+            self._draw_totals()
+        if self._titles:
+            self._draw_titles()
+        self._draw_hist()
 
     def update(self, snap: Snapshot) -> None:
         """Show a new snapshot (totals, sparklines, tables, issues, histogram)."""
@@ -90,24 +131,31 @@ class OverviewPane(VerticalScroll):
         span = snap.span_s
         issues = sum(n for _, n in snap.issues)
         sev = dict(snap.severities)
-        text = Text()
-        text.append(f"{fmt_count(snap.exchanges)} exchanges", style="bold")
-        text.append(f" in {span:,.1f} s of capture ({fmt_rate(t.rate_per_s)})   ")
-        text.append(f"errors {fmt_count(t.error_exchanges)}",
-                    style="bold red" if t.error_exchanges else "")
-        text.append(f"   throttled {fmt_count(t.throttled)}",
-                    style="bold yellow" if t.throttled else "")
-        text.append(f"   issues {fmt_count(issues)}",
-                    style="bold red" if sev.get("error") else "bold yellow"
-                    if sev.get("warning") else "")
-        text.append(f"\np50 {fmt_ms(t.p50_ns)}  p90 {fmt_ms(t.p90_ns)}  p99 {fmt_ms(t.p99_ns)}"
-                    f"  max {fmt_ms(t.max_ns)}"
-                    + (f" ({fmt_count(t.long_polls)} long-polls apart, p50 "
-                       f"{fmt_ms(t.long_poll_p50_ns)})" if t.long_polls else "") +
-                    f"   bytes {fmt_bytes(t.request_bytes)} → / {fmt_bytes(t.response_bytes)} ←"
-                    f"   {fmt_count(pipe.get('packets', 0))} packets, "
-                    f"{fmt_count(pipe.get('kafka_connections', 0))} Kafka connections")
-        self.query_one("#ov-totals", Static).update(text)
+        first = Text()
+        first.append(f"{fmt_count(snap.exchanges)} exchanges", style="bold")
+        first.append(f" in {span:,.1f} s of capture ({fmt_rate(t.rate_per_s)})")
+        # the totals as items: a narrow terminal breaks the lines between them, never
+        # inside one (``issues 33`` was split); None starts a new line
+        self._totals = [
+            (first, ""),
+            (Text(f"errors {fmt_count(t.error_exchanges)}",
+                  style="bold red" if t.error_exchanges else ""), "   "),
+            (Text(f"throttled {fmt_count(t.throttled)}",
+                  style="bold yellow" if t.throttled else ""), "   "),
+            (Text(f"issues {fmt_count(issues)}",
+                  style="bold red" if sev.get("error") else "bold yellow"
+                  if sev.get("warning") else ""), "   "),
+            None,
+            (Text(f"p50 {fmt_ms(t.p50_ns)}"), ""), (Text(f"p90 {fmt_ms(t.p90_ns)}"), "  "),
+            (Text(f"p99 {fmt_ms(t.p99_ns)}"), "  "), (Text(f"max {fmt_ms(t.max_ns)}"), "  "),
+            *([(Text(f"({fmt_count(t.long_polls)} long-polls apart, p50 "
+                     f"{fmt_ms(t.long_poll_p50_ns)})"), " ")] if t.long_polls else []),
+            (Text(f"bytes {fmt_bytes(t.request_bytes)} → / {fmt_bytes(t.response_bytes)} ←"),
+             "   "),
+            (Text(f"{fmt_count(pipe.get('packets', 0))} packets,"), "   "),
+            (Text(f"{fmt_count(pipe.get('kafka_connections', 0))} Kafka connections"), " "),
+        ]
+        self._draw_totals()
         tl = snap.timeline
         if tl:
             width = tl[0].width_ns / 1e9
@@ -116,10 +164,14 @@ class OverviewPane(VerticalScroll):
             start, end = tl[0].start_ns, tl[-1].start_ns + tl[-1].width_ns
             self.query_one("#sp-rate", TimeBars).set_data(counts, start, end)
             self.query_one("#sp-p99", TimeBars).set_data(p99, start, end)
-            self.query_one("#sp-rate-label", Label).update(
-                f"requests per {width:g} s  (max {max(counts):,})")
-            self.query_one("#sp-p99-label", Label).update(
-                f"p99 latency per {width:g} s  (max {max(p99):,.1f} ms)")
+            self._titles = (
+                (f"requests per {width:g} s  (max {max(counts):,})",
+                 f"requests per {width:g} s (max {max(counts):,})",
+                 f"requests/{width:g} s (max {max(counts):,})", f"requests per {width:g} s"),
+                (f"p99 latency per {width:g} s  (max {max(p99):,.1f} ms)",
+                 f"p99 latency per {width:g} s (max {max(p99):,.1f} ms)",
+                 f"p99/{width:g} s (max {max(p99):,.1f} ms)", f"p99 latency per {width:g} s"))
+            self._draw_titles()
         apis = self.query_one("#ov-apis", VirtualTable)
         set_rows(apis, snap.apis, stat_cells, STAT_SORT)
         apis.styles.height = min(len(snap.apis) + 1, 16) if snap.apis else 2
@@ -178,8 +230,10 @@ class OverviewPane(VerticalScroll):
         plt = plot.plt
         plt.clear_data()
         plt.clear_figure()
-        self.query_one("#ov-hist-title", Label).update(
-            Text(f"Latency histogram: {escape_text(api or '-')} (paired exchanges)"))
+        name = escape_text(api or "-")
+        self.query_one("#ov-hist-title", Label).update(Text(fit_first(
+            (f"Latency histogram: {name} (paired exchanges)", f"Latency histogram: {name}",
+             f"Latency: {name}"), self._width_of("#ov-hist-box"))))
         if counts:
             nz = [i for i, c in enumerate(counts) if c]
             lo, hi = max(0, nz[0] - 1), min(len(counts), nz[-1] + 2)
@@ -223,6 +277,16 @@ class OverviewPane(VerticalScroll):
         if isinstance(m, RowsModel) and 0 <= event.index < len(m):
             key = m.rows[event.index].key
             self.app.jump_to_exchanges(Filter(client="=" + key if key != "(none)" else ""))
+
+
+def fit_first(forms, width: int) -> str:
+    """The first of ``forms`` (longest first) that fits ``width`` cells (0: any), else the
+    last one cut with ``…``."""
+    for form in forms:
+        if not width or len(form) <= width:
+            return form
+    last = forms[-1]
+    return last[:max(0, width - 1)] + "…"
 
 
 def _edge(ns: int) -> str:
