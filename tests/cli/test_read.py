@@ -92,7 +92,7 @@ def test_a_capture_not_read_to_its_end_says_so_and_fails_under_strict(tmp_path):
     assert run("stats", str(path)).exit_code == 0
 
 
-# ------------------------------------------------------------------ filters: one grammar (issue 45, item 12)
+# ------------------------------------------------ filters: one grammar (issue 45, item 12)
 
 def test_read_api_comma_list():
     """``--api Produce,Fetch``: the TUI's comma lists, also on the command line."""

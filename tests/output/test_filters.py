@@ -7,7 +7,18 @@ import pytest
 
 from kafkasniff.issues import IssueKind, Severity
 from kafkasniff.model import DecodeIssue, Exchange, ExchangeStatus
-from kafkasniff.output.filters import STATUSES, Filter, api_names_and_keys, pattern_matcher
+from kafkasniff.output.filters import (
+    STATUSES,
+    Filter,
+    FilterError,
+    api_names_and_keys,
+    check_pattern,
+    known_api_names,
+    parse_apis,
+    parse_filter,
+    parse_min_latency,
+    pattern_matcher,
+)
 
 
 def ex(**kw) -> Exchange:
@@ -224,19 +235,10 @@ def test_long_poll_tri_state():
     assert Filter(long_poll=False).describe() == "no-long-polls"
 
 
-# --------------------------------------------------------------------------- parsing (issue 45, item 12)
+# ------------------------------------------------------------ parsing (issue 45, item 12)
 # One grammar for ``read``/``live`` options and the TUI's filter dialog: a criterion that can
 # match nothing (an unknown API name, an invalid glob, a latency that is not a number) is an
 # error naming the valid choices, never a filter that silently shows nothing.
-
-from kafkasniff.output.filters import (  # noqa: E402
-    FilterError,
-    check_pattern,
-    known_api_names,
-    parse_apis,
-    parse_filter,
-    parse_min_latency,
-)
 
 
 @pytest.mark.parametrize("values, apis", [
