@@ -29,13 +29,8 @@ from textual.widgets import (
 from textual.widgets.option_list import Option
 
 from kafkasniff.content.sasl import Redacted
-from kafkasniff.output.filters import (
-    STATUSES,
-    Filter,
-    FilterError,
-    known_api_names,
-    parse_filter,
-)
+from kafkasniff.errors import KafkaSniffError
+from kafkasniff.output.filters import STATUSES, Filter, known_api_names, parse_filter
 from kafkasniff.output.render import batch_to_dict, records_summary_line
 from kafkasniff.output.values import describe_bytes, short
 from kafkasniff.protocol.primitives import RawRecords
@@ -678,7 +673,7 @@ class FilterScreen(Dialog):
     def _apply_fields(self) -> None:
         try:
             f = self._collect()
-        except FilterError as exc:
+        except KafkaSniffError as exc:      # FilterError (DefinitionError: no API names)
             self.query_one("#f-error", Static).update(Text(escape_text(str(exc))))
             return
         self.dismiss(f)
