@@ -54,7 +54,7 @@ async def test_groups_table():
         assert cells[8] == "1"                       # one OffsetCommit request
         assert cells[9] == ("REBALANCE_IN_PROGRESS×4", "error")
         text = screen_text(app)
-        assert "1 groups, 5 rebalances" in text and "7 Groups" in text
+        assert "1 group, 5 rebalances" in text and "7 Groups" in text
         await pilot.press("s")
         await pilot.pause()
         await pilot.press("enter")          # the first sortable column: group id

@@ -22,7 +22,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from kafkasniff.groups.model import assignment_text
-from kafkasniff.text import escape_text
+from kafkasniff.text import escape_text, plural
 from kafkasniff.tui.models import (
     COMMIT_COLUMNS,
     COMMIT_SORT,
@@ -91,9 +91,10 @@ class GroupsPane(Vertical):
         set_rows(self.table, report.groups, group_cells, GROUP_SORT)
         n = len(report.groups)
         rebal = sum(len(g.rebalances) for g in report.groups)
-        text = f"{n:,} groups, {rebal:,} rebalances, {report.group_exchanges:,} group exchanges"
+        text = (f"{plural(n, 'group', grouped=True)}, {plural(rebal, 'rebalance', grouped=True)}"
+                f", {plural(report.group_exchanges, 'group exchange', grouped=True)}")
         if report.groups_dropped:
-            text += f" ({report.groups_dropped:,} groups not tracked)"
+            text += f" ({plural(report.groups_dropped, 'group', grouped=True)} not tracked)"
         self.query_one("#groups-hint", Static).update(
             (text + "  │  " + HINT) if n else "groups: none in this capture")
 
@@ -189,8 +190,10 @@ class GroupScreen(Screen):
             out.update("")
             return
         r = m.rows[index]
+        cut = dict(r.assignment_cut)
         out.update(Text(escape_text(f"#{r.index} assignment after: " + (
-            "  ".join(f"{mid}: {assignment_text(a)}" for mid, a in r.assignment)
+            "  ".join(f"{mid}: {assignment_text(a, cut.get(mid, 0))}"
+                      for mid, a in r.assignment)
             or "(not seen)"))))
 
     @on(VirtualTable.HeaderClicked)
