@@ -19,12 +19,18 @@ Usage::
 
     .venv/bin/python bench/bench_groups.py [--members 5000 20000 100000]
         [--partitions 10000000] [--commands stats groups groups-json export] [--timeout 600]
+        [--budget group_members=0]
+
+To measure another tree (the code before a change), run it with ``PYTHONPATH`` set to a
+``git worktree`` of that commit holding the same compiled modules.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
+import signal
 import struct
 import subprocess
 import sys
@@ -203,25 +209,31 @@ def measure(cmd: list[str], timeout: float) -> tuple[float | None, int | None, s
     when it ran longer than ``timeout``."""
     timed = ["/usr/bin/time", "-f", "%e %M"] + cmd
     t0 = time.perf_counter()
+    # its own process group: a command stopped at the timeout takes its children with it
+    proc = subprocess.Popen(timed, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True)
     try:
-        proc = subprocess.run(timed, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                              text=True, timeout=timeout)
+        _, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
         return None, None, "timeout"
     wall = time.perf_counter() - t0
-    lines = proc.stderr.strip().splitlines()
+    lines = err.strip().splitlines()
     rss = int(lines[-1].split()[1]) // 1024 if lines and lines[-1][:1].isdigit() else None
     note = "" if proc.returncode in (0, 1) else \
         f"exit {proc.returncode}: " + " | ".join(lines[-3:-1])[-200:]
     return wall, rss, note
 
 
-def commands(capture: Path, out: Path) -> dict[str, list[str]]:
+def commands(capture: Path, out: Path, budgets: list[str]) -> dict[str, list[str]]:
+    """The commands measured; ``budgets``: ``--budget`` values of the group commands."""
     ks = str(VENV_BIN / "kafkasniff")
+    b = [x for v in budgets for x in ("--budget", v)]
     return {"stats": [ks, "stats", str(capture)],
-            "groups": [ks, "groups", str(capture)],
-            "groups-json": [ks, "groups", "--json", str(capture)],
-            "export": [ks, "export", str(capture), "-o", str(out)]}
+            "groups": [ks, "groups", *b, str(capture)],
+            "groups-json": [ks, "groups", "--json", *b, str(capture)],
+            "export": [ks, "export", *b, str(capture), "-o", str(out)]}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -231,6 +243,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--commands", nargs="*",
                     default=["stats", "groups", "groups-json", "export"])
     ap.add_argument("--timeout", type=float, default=600.0)
+    ap.add_argument("--budget", action="append", default=[], metavar="NAME=VALUE",
+                    help="pass --budget NAME=VALUE to groups and export (repeatable; e.g. "
+                         "group_members=0 to analyse every member of 100 000)")
     ap.add_argument("--keep", type=Path, default=None,
                     help="write the captures here and keep them (default: a temporary "
                          "directory, removed)")
@@ -251,7 +266,7 @@ def main(argv: list[str] | None = None) -> int:
             for c in args.commands:
                 out = tmp / f"export-{name}"
                 shutil.rmtree(out, ignore_errors=True)
-                wall, rss, note = measure(commands(cap, out)[c], args.timeout)
+                wall, rss, note = measure(commands(cap, out, args.budget)[c], args.timeout)
                 shutil.rmtree(out, ignore_errors=True)
                 if c == "stats":
                     base = wall

@@ -67,8 +67,17 @@ def groups_command(files, read_files, ports, detect, max_frame_bytes, definition
     if group_ids:
         report = report.only(group_ids)
     try:
-        if as_json:
-            click.echo(json.dumps(report.to_dict(), indent=1))
+        if as_json:             # streamed: the text of a large report is never held whole
+            out = click.get_text_stream("stdout")
+            chunks: list[str] = []
+            for chunk in json.JSONEncoder(indent=1).iterencode(report.to_dict()):
+                chunks.append(chunk)
+                if len(chunks) >= 8192:
+                    out.write("".join(chunks))
+                    chunks.clear()
+            chunks.append("\n")
+            out.write("".join(chunks))
+            out.flush()
         else:
             click.echo(render_groups(report, commits=commits), nl=False)
     except BrokenPipeError:

@@ -29,7 +29,7 @@ budget                             default                what it bounds
                                                           kept per group API exchange and per
                                                           rebalance (``groups``, the export's
                                                           group tables); the rest are counted
-``group_members``                  100,000                members tracked per consumer group
+``group_members``                  50,000                 members tracked per consumer group
 =================================  =====================  ==========================================
 
 Every budget is set with ``--budget NAME=VALUE`` (repeatable; ``K``/``M``/``G`` suffixes,
@@ -65,7 +65,7 @@ class Budgets:
     capture_issues: int = 10_000
     pending_bytes: int = 256 * _KIB ** 2
     group_assignment_partitions: int = 200_000
-    group_members: int = 100_000
+    group_members: int = 50_000
 
     def limit(self, name: str) -> int:
         """The budget ``name`` with 0 read as :data:`UNBOUNDED`."""

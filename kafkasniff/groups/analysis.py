@@ -283,7 +283,8 @@ def _read_run(f) -> Iterator["_Ev"]:
 def load_state(path) -> dict:
     """A state :meth:`GroupAnalyzer.save` wrote, for :meth:`GroupAnalyzer.merge`: a dict of
     ``events`` (replay order), ``events_dropped``, ``topic_names``, ``hw``, ``cut`` (what
-    the group budgets cut as the events were kept) and ``first_ts_ns``. Only for files this program wrote (it is a pickle). Raises ``OSError``
+    the group budgets cut as the events were kept) and ``first_ts_ns``. Only for files this
+    program wrote (it is a pickle). Raises ``OSError``
     when the file cannot be read and ``pickle.UnpicklingError`` / ``EOFError`` when it is not
     a whole state."""
     with open(path, "rb") as f:
