@@ -415,7 +415,8 @@ _SPECS.update({
         ("members", "list<string>!", "member ids of the new generation / epoch"),
         ("member_count", "int32!", "their number"),
         ("joined", "list<string>!", "members that joined in it"),
-        ("left", "list<string>!", "members that left in it"),
+        ("left", "list<string>!", "members that left in it (on their own, then those "
+                                  "whose session timed out)"),
         ("assignment", "member_assignments!", "the assignment after it: one element per "
                                               "member and topic"),
         ("complete", "bool!", "every member's assignment was seen"),
@@ -456,8 +457,10 @@ TABLE_DESCRIPTIONS = {
     "records": "One row per record of every decoded batch (only with `--records`). `ts` is "
                "the first byte of the message carrying the record.",
     "issues": "Every issue: those of an exchange (with its `exchange_id`) and standalone "
-              "ones. `ts` is the issue's time (the exchange's, or the time it was reported, "
-              "when the issue has none).",
+              "ones, the consumer-group analysis' among them (a group budget reached, an "
+              "assignment that does not decode; written with the group tables). `ts` is the "
+              "issue's time (the exchange's, or the time it was reported, when the issue has "
+              "none).",
     "connections": "One row per TCP connection, written when it ends (Kafka, Kafka 0.7, TLS "
                    "on a broker port, and other TCP connections). `ts` is its first packet.",
     "topic_ids": "Topic ids seen with their names (Metadata, CreateTopics ... responses), "
