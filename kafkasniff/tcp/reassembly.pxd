@@ -61,7 +61,7 @@ cdef class _Dir:
     cdef public long long nxt
     cdef public bint fast
     cdef public object fin_off
-    cdef public object syn_isn
+    cdef public long long syn_isn
     cdef public list starts
     cdef public list ooo
     cdef public long long ooo_bytes
@@ -72,7 +72,8 @@ cdef class _Dir:
 cdef class _Conn:
     cdef public object conn
     cdef public tuple dirs
-    cdef public tuple keys
+    cdef public _Conn older
+    cdef public _Conn newer
 
 
 cdef class TcpReassembler:
@@ -85,10 +86,12 @@ cdef class TcpReassembler:
     cdef public object max_history_total_bytes
     cdef public object stats
     cdef public dict _flows
-    cdef public object _lru
-    cdef public object _mru
+    cdef public _Conn _oldest
+    cdef public _Conn _newest
+    cdef public Py_ssize_t _open_count
     cdef public object _closed
     cdef public object _next_id
+    cdef public long long hist_total
 
 
 cdef long long _MASK
@@ -97,3 +100,6 @@ cdef long _CTRL
 
 
 cdef long long _sdiff(long long a, long long b)
+
+# the open connection st becomes the most recently active one of r (the list of _Conn)
+cdef void _touch(TcpReassembler r, _Conn st)

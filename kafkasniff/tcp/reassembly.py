@@ -183,11 +183,16 @@ class _Dir:
         self.nxt = 0             # next offset to deliver (everything before: delivered or gap)
         self.fast = False        # started, no FIN seen, nothing buffered
         self.fin_off: int | None = None
-        self.syn_isn: int | None = None
-        self.starts: list[int] = []                          # buffered entry starts, sorted
-        self.ooo: list[tuple[int, int, bytes | None, int]] = []  # (start, end, data|None, ts)
+        self.syn_isn = -1        # the sender's SYN's sequence number (-1: no SYN seen)
+        # the out-of-order buffer, made at its first entry (most directions never need one;
+        # an open connection's state is what a full connection table holds 50,000 times)
+        self.starts: list[int] | None = None                # buffered entry starts, sorted
+        self.ooo: list[tuple[int, int, bytes | None, int]] | None = None  # (start, end,
+        #                                                                   data|None, ts)
         self.ooo_bytes = 0
-        self.hist: list[bytes] = []   # delivered chunks ending at nxt (a list: few items, small)
+        # delivered chunks ending at nxt (a list: few items, small), made at the first
+        # delivery and dropped (None) when the peer has acknowledged all of it
+        self.hist: list[bytes] | None = None
         self.hist_bytes = 0
 
     def start(self, seq: int) -> None:
@@ -199,17 +204,23 @@ class _Dir:
 
 
 class _Conn:
-    __slots__ = ("conn", "dirs", "keys")
+    """One open connection: its :class:`TcpConnection` and its two directions. The flow
+    table's two keys (A to B, B to A) are made again from the endpoints when it closes.
+
+    The open connections form a list from the least to the most recently active
+    (``older``, ``newer``): moving one to the end, evicting the oldest and closing one are a
+    few pointer stores, with no table entry of their own (an ``OrderedDict`` entry cost about
+    100 bytes a connection, and a full table holds 50,000 of them)."""
+
+    __slots__ = ("conn", "dirs", "older", "newer")
 
     def __init__(self, conn: TcpConnection) -> None:
         self.conn = conn
         self.dirs = (_Dir(self, 0), _Dir(self, 1))
         self.dirs[0].other = self.dirs[1]
         self.dirs[1].other = self.dirs[0]
-        self.keys = (
-            (conn.a_ip, conn.a_port, conn.b_ip, conn.b_port),
-            (conn.b_ip, conn.b_port, conn.a_ip, conn.a_port),
-        )
+        self.older: _Conn | None = None
+        self.newer: _Conn | None = None
 
 
 class TcpReassembler:
@@ -258,20 +269,23 @@ class TcpReassembler:
         self.max_history_total_bytes = max_history_total_bytes
         self.stats = ReassemblyStats()
         self._flows: dict[tuple, _Dir] = {}          # 4-tuple (sender first) -> sender's _Dir
-        self._lru: OrderedDict[_Conn, None] = OrderedDict()   # least recently active first
-        self._mru: _Conn | None = None
+        # the open connections, least recently active first (see _Conn), and their number
+        self._oldest: _Conn | None = None
+        self._newest: _Conn | None = None
+        self._open_count = 0
         # tombstones of FIN/RST-closed flows, oldest first: _tomb_key(A, B) -> close ts (one
         # compact key per pair of endpoints, the same both ways, not the two flow tuples: a
         # busy capture keeps up to max_connections of them, 649 -> 162 bytes each)
         self._closed: OrderedDict[bytes, int] = OrderedDict()
         self._next_id = first_conn_id
+        self.hist_total = 0     # bytes of every direction's history (hist_bytes), summed
 
     # ------------------------------------------------------------------ public API
 
     @property
     def open_connections(self) -> int:
         """Number of connections currently open (in the table)."""
-        return len(self._lru)
+        return self._open_count
 
     @cython.locals(ds=_Dir, od=_Dir, flags=cython.long, x=cython.longlong, n=cython.Py_ssize_t,
                    off=cython.longlong, hb=cython.longlong, limit=cython.longlong,
@@ -321,6 +335,8 @@ class TcpReassembler:
                         ds.nxt = off + n
                         ds.nseq = (ds.nseq + n) & _MASK
                         hist = ds.hist
+                        if hist is None:
+                            hist = ds.hist = []
                         hist.append(payload)
                         hb = ds.hist_bytes + n
                         limit = self.max_history_bytes
@@ -328,6 +344,7 @@ class TcpReassembler:
                             hb -= len(hist.pop(0))
                             if not hist:
                                 break
+                        self.hist_total += hb - ds.hist_bytes
                         ds.hist_bytes = hb
                         conn = ds.conn
                         d = ds.d
@@ -342,9 +359,8 @@ class TcpReassembler:
                             stats.segments += 1
                             stats.payload_bytes += n
                         st = ds.st
-                        if st is not self._mru:
-                            self._lru.move_to_end(st)
-                            self._mru = st
+                        if st is not self._newest:
+                            _touch(self, st)
                         ev = _new(StreamData)
                         _sd_conn(ev, conn)
                         _sd_direction(ev, d)
@@ -364,9 +380,8 @@ class TcpReassembler:
                         conn.segments[ds.d] += 1
                         stats.segments += 1
                     st = ds.st
-                    if st is not self._mru:
-                        self._lru.move_to_end(st)
-                        self._mru = st
+                    if st is not self._newest:
+                        _touch(self, st)
                     return []
         return self._feed_slow(seg, ds)
 
@@ -376,14 +391,13 @@ class TcpReassembler:
         Each is drained (buffered data delivered, holes as gaps with reason ``"close"``)
         and ends with ``StreamClosed(reason="idle", ts_ns=now_ns)``. Also forgets closed
         flows older than ``closed_linger_ns`` and enforces ``max_history_total_bytes``.
-        Cost: proportional to what is expired, plus one pass over the open connections
-        (their history sizes).
+        Cost: proportional to what is expired (and, over the history budget, to the
+        connections whose history is dropped), not to the connections open.
         """
         out: list[StreamEvent] = []
-        lru = self._lru
         limit = now_ns - self.idle_timeout_ns
-        while lru:
-            st = next(iter(lru))
+        while self._oldest is not None:
+            st = self._oldest
             if st.conn.last_ts_ns >= limit:
                 break
             self._close(st, now_ns, "idle", out)
@@ -398,23 +412,33 @@ class TcpReassembler:
         return out
 
     def history_bytes(self) -> int:
-        """Bytes currently referenced by the retransmission history of all connections."""
-        return sum(ds.hist_bytes for st in self._lru for ds in st.dirs)
+        """Bytes currently referenced by the retransmission history of all connections (a
+        running total: :meth:`expire` reads it once per second of capture time, where a sum
+        over a full table of open connections cost 50,000 steps each time)."""
+        return self.hist_total
 
     def _trim_history(self) -> None:
         """Keep the history of all connections under ``max_history_total_bytes``, dropping it
         from the least recently active connections first."""
-        excess = self.history_bytes() - self.max_history_total_bytes
+        excess = self.hist_total - self.max_history_total_bytes
         if excess <= 0:
             return
-        for st in self._lru:
+        st = self._oldest
+        while st is not None:
             for ds in st.dirs:
                 if ds.hist_bytes:
                     excess -= ds.hist_bytes
-                    ds.hist.clear()
-                    ds.hist_bytes = 0
+                    self._drop_history(ds)
             if excess <= 0:
                 return
+            st = st.newer
+
+    def _drop_history(self, ds: _Dir) -> None:
+        """Forget the history of direction ``ds`` (later retransmissions of it are counted,
+        not compared)."""
+        self.hist_total -= ds.hist_bytes
+        ds.hist = None
+        ds.hist_bytes = 0
 
     def flush(self, ts_ns: int | None = None) -> list[StreamEvent]:
         """End of capture: drain and close every open connection (in ``conn_id`` order).
@@ -424,7 +448,12 @@ class TcpReassembler:
         gaps and closes; ``None`` uses each connection's last packet time.
         """
         out: list[StreamEvent] = []
-        for st in sorted(self._lru, key=lambda s: s.conn.conn_id):
+        opened = []
+        st = self._oldest
+        while st is not None:
+            opened.append(st)
+            st = st.newer
+        for st in sorted(opened, key=lambda s: s.conn.conn_id):
             self._close(st, st.conn.last_ts_ns if ts_ns is None else ts_ns,
                         "end_of_capture", out)
         self._closed.clear()
@@ -465,8 +494,8 @@ class TcpReassembler:
 
     def _open(self, seg: TcpSegment, out: list[StreamEvent]) -> _Dir:
         """Create a connection for ``seg``; return the _Dir of its sender."""
-        if len(self._lru) >= self.max_connections:
-            victim = next(iter(self._lru))
+        if self._open_count >= self.max_connections:
+            victim = self._oldest
             self.stats.evictions += 1
             self._close(victim, seg.ts_ns, "evicted", out)
         flags = seg.flags
@@ -482,10 +511,17 @@ class TcpReassembler:
         )
         self._next_id += 1
         st = _Conn(conn)
-        self._flows[st.keys[0]] = st.dirs[0]
-        self._flows[st.keys[1]] = st.dirs[1]
-        self._lru[st] = None
-        self._mru = st
+        self._flows[(a_ip, a_port, b_ip, b_port)] = st.dirs[0]
+        self._flows[(b_ip, b_port, a_ip, a_port)] = st.dirs[1]
+        # the newest of the open connections
+        newest = self._newest
+        if newest is None:
+            self._oldest = st
+        else:
+            newest.newer = st
+            st.older = newest
+        self._newest = st
+        self._open_count += 1
         self.stats.connections_opened += 1
         ds = st.dirs[1 if synack else 0]
         if flags & SYN:
@@ -503,7 +539,7 @@ class TcpReassembler:
         half_closed = st.dirs[0].fin_off is not None or st.dirs[1].fin_off is not None
         consistent = False
         if not half_closed:
-            if ds.syn_isn is not None:
+            if ds.syn_isn >= 0:
                 consistent = ds.syn_isn == seq
             elif ds.started:
                 consistent = ds.base == ((seq + 1) & _MASK)
@@ -512,7 +548,7 @@ class TcpReassembler:
         if not consistent:
             self._close(st, seg.ts_ns, "port_reuse", out)
             return self._open(seg, out)
-        if ds.syn_isn is None:
+        if ds.syn_isn < 0:
             ds.syn_isn = seq
             if not ds.started:
                 ds.start(seq + 1)
@@ -533,9 +569,8 @@ class TcpReassembler:
         flags = seg.flags
         conn.last_ts_ns = ts
         conn.segments[ds.d] += 1
-        if st is not self._mru:
-            self._lru.move_to_end(st)
-            self._mru = st
+        if st is not self._newest:
+            _touch(self, st)
         if flags & ACK:
             self._on_ack(ds.other, seg.ack, ts, out)
         if flags & (RST | FIN) and conn.closed_by < 0:
@@ -583,6 +618,9 @@ class TcpReassembler:
                     n0 = len(hist.pop(0))
                     start += n0
                     od.hist_bytes -= n0
+                    self.hist_total -= n0
+                if not hist:
+                    od.hist = None
             return
         if x == 1 and od.fin_off is None and not od.ooo:
             return   # may acknowledge a FIN the capture did not see: not evidence of data
@@ -667,6 +705,9 @@ class TcpReassembler:
         are kept (first copy wins). Returns (bytes already buffered, conflict seen)."""
         starts = ds.starts
         ooo = ds.ooo
+        if ooo is None:
+            starts = ds.starts = []
+            ooo = ds.ooo = []
         retrans = 0
         conflict = False
         new: list[tuple[int, int, bytes | None, int]] = []
@@ -744,9 +785,12 @@ class TcpReassembler:
     def _hist_conflict(self, ds: _Dir, off: int, data: bytes) -> bool:
         """Whether ``data`` at ``off`` (< nxt) differs from delivered bytes still in the
         history."""
+        hist = ds.hist
+        if not hist:
+            return False
         end = off + len(data)
         pos_end = ds.nxt
-        for chunk in reversed(ds.hist):
+        for chunk in reversed(hist):
             cstart = pos_end - len(chunk)
             lo = max(off, cstart)
             hi = min(end, pos_end)
@@ -767,11 +811,14 @@ class TcpReassembler:
         ds.nseq = (ds.base + off + n) & _MASK
         ds.conn.bytes[ds.d] += n
         hist = ds.hist
+        if hist is None:
+            hist = ds.hist = []
         hist.append(data)
         hb = ds.hist_bytes + n
         limit = self.max_history_bytes
         while hist and hb - len(hist[0]) >= limit:
             hb -= len(hist.pop(0))
+        self.hist_total += hb - ds.hist_bytes
         ds.hist_bytes = hb
 
     def _gap(self, ds: _Dir, length: int, ts: int, reason: str,
@@ -781,8 +828,8 @@ class TcpReassembler:
         ds.nxt = off + length
         ds.nseq = (ds.base + off + length) & _MASK
         ds.conn.gap_bytes[ds.d] += length
-        ds.hist.clear()
-        ds.hist_bytes = 0
+        if ds.hist is not None:
+            self._drop_history(ds)
         self.stats.gaps += 1
         self.stats.gap_bytes += length
 
@@ -797,19 +844,30 @@ class TcpReassembler:
             if ds.fin_off is not None and ds.fin_off > ds.nxt:
                 self._gap(ds, ds.fin_off - ds.nxt, ts, "close", out)
             ds.fast = False
-            ds.hist.clear()
-            ds.hist_bytes = 0
+            if ds.hist is not None:
+                self._drop_history(ds)
         conn = st.conn
         conn.closed = reason
         out.append(StreamClosed(conn, ts, reason))
         self.stats.connections_closed += 1
         flows = self._flows
-        for key in st.keys:
+        for key in ((conn.a_ip, conn.a_port, conn.b_ip, conn.b_port),
+                    (conn.b_ip, conn.b_port, conn.a_ip, conn.a_port)):
             if flows.get(key) in st.dirs:
                 del flows[key]
-        self._lru.pop(st, None)
-        if self._mru is st:
-            self._mru = None
+        # out of the list of open connections
+        older, newer = st.older, st.newer
+        if older is not None or newer is not None or self._oldest is st:
+            if older is None:
+                self._oldest = newer
+            else:
+                older.newer = newer
+            if newer is None:
+                self._newest = older
+            else:
+                newer.older = older
+            st.older = st.newer = None
+            self._open_count -= 1
         if reason in ("fin", "rst") and self.closed_linger_ns > 0:
             closed = self._closed
             # one tombstone per pair of endpoints: the latest close, either way round
@@ -824,6 +882,23 @@ class TcpReassembler:
         for ds in st.dirs:
             ds.other = None
             ds.st = None
+
+
+@cython.locals(older=_Conn, newer=_Conn, newest=_Conn)
+def _touch(r: TcpReassembler, st: _Conn) -> None:
+    """Make the open connection ``st`` (not the most recently active one) the most recently
+    active one of ``r``."""
+    older, newer = st.older, st.newer       # newer: not None, st is not the newest
+    if older is None:
+        r._oldest = newer
+    else:
+        older.newer = newer
+    newer.older = older
+    newest = r._newest
+    newest.newer = st
+    st.older = newest
+    st.newer = None
+    r._newest = st
 
 
 _PORT = struct.Struct("!H").pack

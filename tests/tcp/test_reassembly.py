@@ -732,3 +732,94 @@ def test_a_segment_of_another_class_is_read_by_attribute():
            a2b(1001, ack=5001, ts=3))
     s.feed(r, shouting(a2b(1001, b"hello", ack=5001, ts=4)), a2b(1006, b"abc", ack=5001, ts=5))
     assert s.bytes(0, 0) == b"HELLOabc"
+
+
+# ---------------------------------------------------------------------------- many connections
+
+
+def _open_in_order(r: TcpReassembler) -> list[int]:
+    """Connection ids of the open connections, least recently active first, checking the
+    reassembler's list of them (each linked both ways, counted)."""
+    ids, prev, st = [], None, r._oldest
+    while st is not None:
+        assert st.older is prev
+        ids.append(st.conn.conn_id)
+        prev, st = st, st.newer
+    assert r._newest is prev and len(ids) == r.open_connections
+    return ids
+
+
+def _history(r: TcpReassembler) -> int:
+    total, st = 0, r._oldest
+    while st is not None:
+        total += sum(ds.hist_bytes for ds in st.dirs)
+        st = st.newer
+    return total
+
+
+def test_open_connections_are_ordered_by_activity_and_history_is_summed_as_it_changes():
+    """Issue 45, item 4: the open connections' activity order (what eviction and the idle
+    timeout follow) and the history total (what the history budget checks once per second
+    of capture time: it was a sum over every open connection each time) are kept as
+    segments come; here checked against a plain model after every segment of connections
+    opened, active in turn, acknowledged, cut by gaps, closed, evicted and expired."""
+    import random
+
+    rnd = random.Random(45)
+    r, s = TcpReassembler(max_connections=6, max_history_bytes=40,
+                          max_history_total_bytes=100), Streams()
+    model: list[int] = []          # conn ids, least recently active first
+    seqs: dict[int, list[int]] = {}
+    port_of: dict[int, int] = {}
+    ts = 0
+    for step in range(3000):
+        ts += 1000
+        port = 40000 + rnd.randrange(12)
+        cid = next((c for c, p in port_of.items() if p == port and c in model), None)
+        if cid is None:
+            out = s.feed(r, a2b(1000, flags=SYN, ts=ts, port=port))
+            cid = r.stats.connections_opened - 1
+            for ev in out:
+                if isinstance(ev, StreamClosed) and ev.conn.conn_id in model:
+                    model.remove(ev.conn.conn_id)
+            model.append(cid)
+            port_of[cid] = port
+            seqs[cid] = [1001, 5001]
+            s.feed(r, b2a(5000, flags=SYN | ACK, ack=1001, ts=ts, port=port))
+        else:
+            a, b = seqs[cid]
+            what = rnd.randrange(10)
+            if what < 4:
+                n = rnd.randrange(1, 30)
+                s.feed(r, a2b(a, b"x" * n, ack=b, ts=ts, port=port))
+                seqs[cid][0] += n
+            elif what < 7:
+                n = rnd.randrange(1, 30)
+                behind = rnd.randrange(2) * rnd.randrange(a - 1000 + 1)    # ACKs all or less
+                s.feed(r, b2a(b, b"y" * n, ack=a - behind, ts=ts, port=port))
+                seqs[cid][1] += n
+            elif what == 7:            # a hole: bytes lost, declared by the peer's ACK
+                s.feed(r, a2b(a + 5, b"z", ack=b, ts=ts, port=port))
+                s.feed(r, b2a(b, ack=a + 6, ts=ts, port=port))
+                seqs[cid][0] += 6
+            elif what == 8:
+                s.feed(r, a2b(a, flags=FIN | ACK, ack=b, ts=ts, port=port),
+                       b2a(b, flags=FIN | ACK, ack=a + 1, ts=ts, port=port))
+                model.remove(cid)
+                port_of.pop(cid)
+            else:
+                s.feed(r, a2b(a, flags=RST, ts=ts, port=port))
+                model.remove(cid)
+                port_of.pop(cid)
+            if cid in model:
+                model.remove(cid)
+                model.append(cid)
+        if step % 500 == 499:
+            for ev in s.add(r.expire(ts - 3000 + r.idle_timeout_ns)):
+                if isinstance(ev, StreamClosed):
+                    model.remove(ev.conn.conn_id)
+        assert _open_in_order(r) == model, step
+        assert r.history_bytes() == _history(r), step
+    assert r.stats.evictions > 100 and r.history_bytes() <= 100 + 2 * 40 * 6
+    s.add(r.flush())
+    assert r.open_connections == 0 and r._oldest is None and r.history_bytes() == 0
