@@ -654,7 +654,7 @@ class Pipeline:
         conn = app.tcp
         self._close(conn)
         b = self.stats.bytes
-        for framer in app.framers:
+        for framer in app.made_framers():
             b["kafka_frames"] += framer.framed_bytes
             b["kafka_resync"] += framer.resync_bytes
             b["kafka_after_gap"] += framer.after_gap_bytes

@@ -31,6 +31,9 @@ from kafkasniff.tcp.types import TcpConnection
 
 DEFAULT_MAX_PENDING = 10_000
 
+#: :attr:`PairingConnection.synced_once` values, by bit (1: direction 0, 2: direction 1)
+_SYNCED = ((False, False), (True, False), (False, True), (True, True))
+
 #: default severity of each issue kind a connection reports (others: warning)
 SEVERITY = {
     IssueKind.UNKNOWN_API_KEY: Severity.WARNING,
@@ -107,11 +110,13 @@ class PairingConnection:
         client_dir: which stream direction (0 or 1) carries requests.
         mid_stream: the capture began after the connection opened (framers start tentative).
 
-    Subclasses set :attr:`framers` (``[direction 0, direction 1]``) in their constructor.
-    Counters: ``exchanges``, ``orphans``, ``unanswered``, ``requests``.
+    Subclasses make the framer of each direction (:meth:`_new_framer`); a direction's framer
+    is made at its first event (a connection waiting for its first response has no response
+    framer yet: an open connection's state is what a full connection table holds 50,000
+    times). Counters: ``exchanges``, ``orphans``, ``unanswered``, ``requests``.
     """
 
-    __slots__ = ("ctx", "tcp", "client_dir", "client", "broker", "framers", "mid_stream",
+    __slots__ = ("ctx", "tcp", "client_dir", "_client", "_broker", "_f0", "_f1", "mid_stream",
                  "synced_once", "exchanges", "orphans", "unanswered", "requests", "closing",
                  "tls")
     #: default severity of each issue kind (subclasses may extend it)
@@ -124,11 +129,13 @@ class PairingConnection:
         self.ctx = ctx
         self.tcp = tcp
         self.client_dir = client_dir
-        self.client = tcp.endpoint(client_dir)
-        self.broker = tcp.endpoint(1 - client_dir)
-        self.framers: list = []
+        self._client: str | None = None     # the endpoints' text, made when first asked for
+        self._broker: str | None = None
+        self._f0 = self._f1 = None      # the framers of direction 0 and 1, once made
         self.mid_stream = mid_stream
-        self.synced_once = [not mid_stream, not mid_stream]
+        # per direction, whether a frame boundary was found: one of the four shared tuples
+        # (an open connection's state is what a full connection table holds 50,000 times)
+        self.synced_once = _SYNCED[0 if mid_stream else 3]
         self.exchanges = 0
         self.orphans = 0
         self.unanswered = 0
@@ -138,15 +145,63 @@ class PairingConnection:
         #: pipeline), given to every exchange
         self.tls = None
 
+    @property
+    def client(self) -> str:
+        """The client's ``ip:port`` (made at the first exchange or issue: a connection
+        waiting for its first answer does not keep it)."""
+        c = self._client
+        if c is None:
+            c = self._client = self.tcp.endpoint(self.client_dir)
+        return c
+
+    @property
+    def broker(self) -> str:
+        """The broker's ``ip:port`` (made when first asked for, as :attr:`client`)."""
+        b = self._broker
+        if b is None:
+            b = self._broker = self.tcp.endpoint(1 - self.client_dir)
+        return b
+
+    # ------------------------------------------------------------------ framers
+    @property
+    def framers(self) -> tuple:
+        """The :class:`~kafkasniff.protocol.framing.Framer` of direction 0 and of direction 1
+        (asking for them makes the ones not made yet)."""
+        return self._framer(0), self._framer(1)
+
+    def made_framers(self) -> list:
+        """The framers made so far: a direction that carried nothing (no byte, no gap) has
+        none, and its framer would have framed nothing."""
+        return [f for f in (self._f0, self._f1) if f is not None]
+
+    def _framer(self, direction: int):
+        """The framer of ``direction``, made now if it was not yet."""
+        f = self._f1 if direction else self._f0
+        if f is None:
+            f = self._new_framer(direction == self.client_dir)
+            if direction:
+                self._f1 = f
+            else:
+                self._f0 = f
+        return f
+
+    def _new_framer(self, is_request: bool):
+        """A new :class:`~kafkasniff.protocol.framing.Framer` for the requests (client to
+        broker) or the responses of this connection."""
+        raise NotImplementedError
+
     # ------------------------------------------------------------------ events
     def on_data(self, direction: int, offset: int, data: bytes, ts_ns: int) -> list:
         """Feed in-order bytes of ``direction``; returns exchanges and issues."""
-        events = self.framers[direction].feed(data, offset, ts_ns)
+        f = self._f1 if direction else self._f0
+        if f is None:
+            f = self._framer(direction)
+        events = f.feed(data, offset, ts_ns)
         return self._handle(direction, events) if events else events
 
     def on_gap(self, direction: int, offset: int, length: int, ts_ns: int) -> list:
         """Bytes of ``direction`` were lost; returns exchanges and issues."""
-        return self._handle(direction, self.framers[direction].gap(offset, length, ts_ns))
+        return self._handle(direction, self._framer(direction).gap(offset, length, ts_ns))
 
     def on_close(self, ts_ns: int, end_of_capture: bool | str) -> list:
         """The connection ended: flush partial frames and the requests still waiting.
@@ -160,7 +215,9 @@ class PairingConnection:
         out: list = []
         self.closing = True
         for direction in (self.client_dir, 1 - self.client_dir):
-            out.extend(self._handle(direction, self.framers[direction].close(ts_ns)))
+            f = self._f1 if direction else self._f0
+            if f is not None:       # a framer never made has nothing to report
+                out.extend(self._handle(direction, f.close(ts_ns)))
         out.extend(self._release_held())
         severity, why = self._close_reason(end_of_capture)
         out.extend(self._give_up_all(severity, f"no response before {why}"))
@@ -207,6 +264,11 @@ class PairingConnection:
         return {}
 
     # ------------------------------------------------------------------ frames
+    def _synced(self, direction: int) -> None:
+        """A frame boundary of ``direction`` was found (:attr:`synced_once`)."""
+        s = self.synced_once
+        self.synced_once = _SYNCED[(s[0] or direction == 0) | (s[1] or direction == 1) << 1]
+
     def _handle(self, direction: int, events: list) -> list:
         out: list = []
         is_request = direction == self.client_dir
@@ -215,7 +277,8 @@ class PairingConnection:
         for ev in events:
             if type(ev) is Frame:
                 frame, frame_out = ev, len(out)
-                self.synced_once[direction] = True
+                if not self.synced_once[direction]:
+                    self._synced(direction)
                 try:
                     out.extend(self._on_frame(direction, is_request, ev))
                 except Exception as exc:  # noqa: BLE001 - one bad frame must not stop the run
@@ -232,7 +295,7 @@ class PairingConnection:
                     sev = Severity.INFO  # expected when the capture began mid-stream
                 elif not self.closing:
                     out.extend(self._resynced(direction, ev))
-                self.synced_once[direction] = True
+                self._synced(direction)
             ids = {}
             if (frame is not None and frame.missing_bytes
                     and ev.kind in (IssueKind.FRAME_DAMAGED, IssueKind.FRAME_TRUNCATED)):

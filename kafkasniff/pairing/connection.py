@@ -83,20 +83,23 @@ class KafkaConnection(PairingConnection):
         # while over max_pending: every waiting request in arrival order (answered ones are
         # skipped when reached), so that giving up the oldest costs O(1), not a scan
         self._overflow: deque | None = None
-        # minimum size 0: raw SASL tokens (KIP-43) may be empty; shorter-than-header Kafka
-        # frames are then reported by the header decoders (hunting still uses validators)
-        req = Framer(ctx.request_validator(), min_frame_bytes=0,
-                     max_frame_bytes=ctx.max_frame_bytes, synced=not mid_stream)
-        resp = Framer(response_validator(self.pending), min_frame_bytes=0,
-                      max_frame_bytes=ctx.max_frame_bytes, synced=not mid_stream)
-        self.framers = [req, resp] if client_dir == 0 else [resp, req]
         # Produce requests with acks=0, held briefly: Kafka sends no response, but some
-        # peers (librdkafka's mock cluster) do; such an answer is paired and flagged.
-        self.acks0: dict[int, _Pending] = {}
+        # peers (librdkafka's mock cluster) do; such an answer is paired and flagged. Made
+        # at the first one (None before: most connections never send one)
+        self.acks0: dict[int, _Pending] | None = None
         self.sasl: SaslSession | None = None           # created at the first SASL request
-        self.sasl_tokens: list[Message] = []            # raw client tokens awaiting an answer
+        # raw client tokens awaiting an answer, made at the first (None before)
+        self.sasl_tokens: list[Message] | None = None
 
     # ------------------------------------------------------------------ base hooks
+    def _new_framer(self, is_request: bool) -> Framer:
+        # minimum size 0: raw SASL tokens (KIP-43) may be empty; shorter-than-header Kafka
+        # frames are then reported by the header decoders (hunting still uses validators)
+        ctx = self.ctx
+        validator = ctx.request_validator() if is_request else response_validator(self.pending)
+        return Framer(validator, min_frame_bytes=0, max_frame_bytes=ctx.max_frame_bytes,
+                      synced=not self.mid_stream)
+
     def _redaction_reason(self, decoded: DecodedFrame, guessed: bool,
                           orphan: bool) -> str | None:
         return redaction.reason(decoded, sasl_connection=self.sasl is not None,
@@ -128,8 +131,8 @@ class KafkaConnection(PairingConnection):
 
     def _give_up_all(self, severity: str, why: str) -> list:
         out = [self._sasl_exchange(tok, None, ExchangeStatus.UNANSWERED)
-               for tok in self.sasl_tokens]
-        self.sasl_tokens.clear()
+               for tok in self.sasl_tokens or ()]
+        self.sasl_tokens = None
         for queue in self.pending.values():
             for p in queue:
                 out.append(self._unanswered(p, severity, why))
@@ -152,6 +155,8 @@ class KafkaConnection(PairingConnection):
         d = self.client_dir if from_client else 1 - self.client_dir
         msg = self._message(frame, DecodedFrame({}, desc, None, True, 0, []), d)
         if from_client:
+            if self.sasl_tokens is None:
+                self.sasl_tokens = []
             self.sasl_tokens.append(msg)
             if len(self.sasl_tokens) > self.ctx.max_pending:  # bounded, like requests
                 return [self._sasl_exchange(self.sasl_tokens.pop(0), None,
@@ -205,7 +210,9 @@ class KafkaConnection(PairingConnection):
         p = _Pending(api_key, api_version, corr, h["client_id"], msg, d, issues, self.requests)
         out: list = self._release_acks0(frame.first_ts_ns - ACKS0_HOLD_NS) if self.acks0 else []
         if api_key == PRODUCE and d.plan is not None and d.body.get("acks") == 0:
-            if corr in self.acks0:
+            if self.acks0 is None:
+                self.acks0 = {}
+            elif corr in self.acks0:
                 out.extend(self._release_acks0(None))
             self.acks0[corr] = p
             if len(self.acks0) > ACKS0_MAX_HELD:
@@ -300,7 +307,7 @@ class KafkaConnection(PairingConnection):
                                length_bytes=frame.size + 4)]
         queue = self.pending.get(corr)
         if queue is None:
-            p = self.acks0.pop(corr, None)
+            p = self.acks0.pop(corr, None) if self.acks0 else None
             if p is None:
                 return self._release_acks0(None) + [self._orphan(frame, corr)]
             p.issues.append(self.issue(

@@ -117,16 +117,16 @@ class Kafka07Connection(PairingConnection):
                  mid_stream: bool) -> None:
         super().__init__(ctx, tcp, client_dir, mid_stream)
         self.pending: deque[_Pending07] = deque()
-        req = Framer(request_validator_07(), min_frame_bytes=MIN_FRAME_BYTES,
-                     max_frame_bytes=ctx.max_frame_bytes, synced=not mid_stream)
-        resp = Framer(response_validator_07(self._expected_type),
-                      min_frame_bytes=MIN_FRAME_BYTES, max_frame_bytes=ctx.max_frame_bytes,
-                      synced=not mid_stream)
-        self.framers = [req, resp] if client_dir == 0 else [resp, req]
         self.cautious = mid_stream     # see the module docstring
         self.cautious_seq = 0          # requests up to this one predate the loss
         self.gave_up = False           # broker side: waiting requests given up for this hunt
         self.sasl_like = False         # a request parsed as a 0.8+ SaslHandshake/Authenticate
+
+    def _new_framer(self, is_request: bool) -> Framer:
+        validator = request_validator_07() if is_request else \
+            response_validator_07(self._expected_type)
+        return Framer(validator, min_frame_bytes=MIN_FRAME_BYTES,
+                      max_frame_bytes=self.ctx.max_frame_bytes, synced=not self.mid_stream)
 
     def _expected_type(self) -> int | None:
         return self.pending[0].rtype if self.pending else None
@@ -135,14 +135,14 @@ class Kafka07Connection(PairingConnection):
     def on_data(self, direction: int, offset: int, data: bytes, ts_ns: int) -> list:
         """Feed in-order bytes of ``direction``; returns exchanges and issues."""
         out = super().on_data(direction, offset, data, ts_ns)
-        if self.framers[direction].state == HUNTING:
+        if self._framer(direction).state == HUNTING:
             out.extend(self._sync_lost(direction, ts_ns))
         return out
 
     def on_gap(self, direction: int, offset: int, length: int, ts_ns: int) -> list:
         """Bytes of ``direction`` were lost; returns exchanges and issues."""
         out = super().on_gap(direction, offset, length, ts_ns)
-        if self.framers[direction].state == HUNTING:
+        if self._framer(direction).state == HUNTING:
             out.extend(self._sync_lost(direction, ts_ns))
         return out
 

@@ -243,10 +243,13 @@ class Framer:
         self.buf = bytearray()
         # SYNCED inside a frame of a plausible size that began in buf: its later chunks, kept
         # as they came (not copied into buf) until its last byte, and their length in bytes
-        self.parts: list[bytes] = []
+        # (None until needed: an open connection's state is what a full connection table
+        # holds 50,000 times, and most framers never buffer a chunk)
+        self.parts: list[bytes] | None = None
         self.parts_len = 0
         self.base = start_offset          # stream offset of buf[0]
-        self.marks: list[tuple[int, int]] = []  # (end stream offset, ts_ns) of buffered chunks
+        # (end stream offset, ts_ns) of buffered chunks; None until the first
+        self.marks: list[tuple[int, int]] | None = None
         self.skip = 0                     # SKIPPING: bytes still to drop
         self.skipped = 0                  # HUNTING: bytes dropped so far in this hunt
         self.skip_start = -1
@@ -318,18 +321,27 @@ class Framer:
                 self.framed_bytes += p
                 if p < n:
                     self.buf += data[p:] if p else data
-                    self.marks.append((base + n, ts_ns))
+                    if self.marks is None:
+                        self.marks = [(base + n, ts_ns)]
+                    else:
+                        self.marks.append((base + n, ts_ns))
                 self.base = base + p
                 return out
             # implausible size or incomplete frame: buffer the rest and use the slow path
             self.framed_bytes += p
             self.base = base + p
             self.buf += data[p:]
-            self.marks.append((base + n, ts_ns))
+            if self.marks is None:
+                self.marks = [(base + n, ts_ns)]
+            else:
+                self.marks.append((base + n, ts_ns))
         else:
             buf = self.buf
             n = len(data)
-            self.marks.append((offset + n, ts_ns))
+            if self.marks is None:
+                self.marks = [(offset + n, ts_ns)]
+            else:
+                self.marks.append((offset + n, ts_ns))
             if self.state == SYNCED and len(buf) >= 4:
                 # inside a frame of a plausible size (a large one spans hundreds of segments):
                 # its chunks are kept as they come, not appended to buf (each append could
@@ -338,7 +350,10 @@ class Framer:
                 if self.min_frame_bytes <= size <= self.max_frame_bytes:
                     expected = 4 + size - len(buf) - self.parts_len    # bytes still missing
                     if n < expected:
-                        self.parts.append(data)
+                        if self.parts is None:
+                            self.parts = [data]
+                        else:
+                            self.parts.append(data)
                         self.parts_len += n
                         return out
                     if self.parts:
@@ -366,7 +381,7 @@ class Framer:
         parts.insert(0, buf[4:])
         parts.append(data[:k] if k < len(data) else data)
         payload = b"".join(parts)
-        self.parts = []
+        self.parts = None
         self.parts_len = 0
         base = self.base
         out.append(Frame(size, payload, base, self._ts_at(base), self._ts_at(base + 3 + size)))
@@ -380,19 +395,24 @@ class Framer:
     def _join_parts(self) -> None:
         """Append the chunks kept in ``parts`` to ``buf`` (before a gap or the end)."""
         self.buf += b"".join(self.parts)
-        self.parts = []
+        self.parts = None
         self.parts_len = 0
 
     def _ts_at(self, offset: int) -> int:
-        for end, ts in self.marks:
+        marks = self.marks
+        if not marks:
+            return 0
+        for end, ts in marks:
             if offset < end:
                 return ts
-        return self.marks[-1][1] if self.marks else 0
+        return marks[-1][1]
 
     def _consume(self, n: int) -> None:
         del self.buf[:n]
         self.base += n
         marks = self.marks
+        if not marks:
+            return
         i = 0
         while i < len(marks) and marks[i][0] <= self.base:
             i += 1
@@ -529,7 +549,7 @@ class Framer:
             self.damaged = [size, payload, self.base, self._ts_at(self.base), offset,
                             min(gap_end, frame_end) - offset, 0]
             self.buf.clear()
-            self.marks.clear()
+            self.marks = None
             if gap_end < frame_end:
                 self.base = gap_end
                 self.skip = frame_end - gap_end
@@ -546,7 +566,7 @@ class Framer:
         # between frames (or a partial size prefix): the next boundary is unknown
         dropped = len(self.buf)
         self.buf.clear()
-        self.marks.clear()
+        self.marks = None
         self.base = offset + length
         self.state = HUNTING
         if dropped:
@@ -620,6 +640,6 @@ class Framer:
                                        f"boundary before the stream ended", self.skip_start,
                                        self.skipped, self.skip_ts or ts_ns))
         self.buf.clear()
-        self.marks.clear()
+        self.marks = None
         self.skipped = 0
         return out
