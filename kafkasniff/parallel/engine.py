@@ -172,8 +172,10 @@ class _Run:
         self.done_upto = [-1] * jobs        # records up to this index completed and sent
         self.items: list[list] = [[] for _ in range(jobs)]
         self.own: list = []                 # the reader's items (capture file damage)
+        # the packet index of each connection a decoder opened and that has no global id yet
+        # (those given one are dropped: a capture of a million connections kept them all)
         self.opens: list[list[int]] = [[] for _ in range(jobs)]
-        self.assigned = [0] * jobs          # connections of each decoder given a global id
+        self.assigned = [0] * jobs          # of opens[w], how many were given a global id
         self.next_gid = 0
         self.upto = -1
         self.pending: list[Control | None] = [None] * jobs
@@ -402,6 +404,9 @@ class _Run:
             c = self.control(w)
             c.upto = upto
             c.conn_ids.extend(new[w])
+            if self.assigned[w]:
+                del self.opens[w][:self.assigned[w]]
+                self.assigned[w] = 0
 
     def send_controls(self) -> None:
         for w, c in enumerate(self.pending):

@@ -42,6 +42,12 @@ __all__ = ["Output", "decoder_main"]
 
 #: sets a field of a frozen record this process made and nobody else holds yet
 _set = object.__setattr__
+#: records a decoder holds (decoded, waiting for the slowest decoder to pass their packet)
+#: before it stops taking batches until the others catch up. The queue of packets is bounded
+#: in bytes (4 MiB), which small packets that each complete records turn into tens of
+#: thousands of held records: 33,000 (about 30 MB) in a capture of a million connections
+#: that each send one request
+HOLD_MAX = 8192
 
 
 class Output:
@@ -230,7 +236,11 @@ class _Decoder:
         self.conn = conn
         self.held: deque = deque()   # (index, phase, local conn id, sub, record, first_ts,
         #                               fallback_ts, capture)
-        self.gids: list[int] = []     # local connection id -> global id
+        # local connection id -> global id, of the connections whose last record (the
+        # ConnectionSummary every connection ends with here: meta records are on) is not
+        # completed yet: bounded by the connections open, not by all the capture had
+        self.gids: dict[int, int] = {}
+        self.next_local = 0           # the local id of the next global id the reader sends
         self.opened = 0               # connections opened (reported to the reader)
         self.opens: list[int] = []    # packet index of each connection opened since the last report
         self.learned: list = []       # (topic_id, name, index) since the last report
@@ -251,6 +261,18 @@ class _Decoder:
             if self.finished and self.upto >= END_INDEX:
                 self.send(("done", self.wid, self.pipe.stats, self.out.result()))
                 return
+            if len(self.held) >= HOLD_MAX and not self.finished:
+                # ahead of the others: wait for the control that completes what is held
+                # (the slowest decoder's own records are completable once it reported)
+                msg = self.ctlq.get(0.05)
+                if msg is None:
+                    return
+                if msg:
+                    self.control(pickle.loads(msg[0]))
+                    self.report()
+                elif os.getppid() != self.parent:
+                    return
+                continue
             msg = inq.get(0.05)
             if msg is None:
                 return
@@ -335,7 +357,12 @@ class _Decoder:
 
     def control(self, ctl) -> None:
         """Global ids and topic ids from the reader: complete what can be completed."""
-        self.gids.extend(ctl.conn_ids)
+        gids = self.gids
+        local = self.next_local
+        for g in ctl.conn_ids:
+            gids[local] = g
+            local += 1
+        self.next_local = local
         for tid, name, idx in ctl.learned:
             self.known.setdefault(tid, []).append((idx, name))
         self.upto = ctl.upto
@@ -343,11 +370,11 @@ class _Decoder:
         out = self.out
         items = self.items
         wid = self.wid
-        gids = self.gids
+        ended = []
         while held and held[0][0] <= ctl.upto:
             idx, phase, conn, sub, rec, first_ts, fallback, capture = held.popleft()
             t = type(rec)
-            g = gids[conn] if conn < len(gids) else conn
+            g = gids.get(conn, conn)
             if idx == END_INDEX:
                 key = (idx, 0, g, sub) if t is not TopicName else (idx, 1, wid, sub)
             elif phase:
@@ -361,10 +388,15 @@ class _Decoder:
             elif t is TopicName:
                 item = out.meta(rec, capture, None) if self.first_learnt(rec, idx) else None
             else:
+                ended.append(rec.conn_id)
                 _set(rec, "conn_id", gids[rec.conn_id])
                 item = out.meta(rec, capture, None)
             if item is not None:
                 items.append((key, item))
+        # a connection's summary is its last record, and the records of its last packet
+        # (an issue after the summary among them) were completed above
+        for conn in ended:
+            del gids[conn]
 
     def remap_issue(self, issue: DecodeIssue) -> DecodeIssue:
         c = issue.connection_id

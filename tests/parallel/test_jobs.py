@@ -184,3 +184,69 @@ def test_the_command_line_says_what_failed(tmp_path):
     err = p.stderr.read().decode()
     assert p.wait(timeout=60) == 2
     assert "kafkasniff: error: decoder process" in err and "was killed by signal 9" in err
+
+
+# --------------------------------------------------------------------------- memory (issue 45)
+
+
+def test_the_reader_keeps_only_the_connections_without_a_global_id():
+    """The reader numbers every decoder's connections by the packets that opened them; the
+    opening packets of those numbered are dropped (it kept one per connection of the whole
+    capture: a million connections, a million entries)."""
+    run = engine._Run(PipelineOptions(), 2, "stats", {}, lambda item: None)
+    run.opens = [[5, 9, 12], [7, 20]]
+    run.clock = [15, 10]
+    run.advance()                           # every decoder passed packet 10
+    assert run.pending[0].conn_ids == [0, 2] and run.pending[1].conn_ids == [1]
+    assert run.opens == [[12], [20]]
+    run.opens[0].append(25)
+    run.clock = [30, 30]
+    run.advance()
+    assert run.pending[0].conn_ids == [0, 2, 3, 5] and run.pending[1].conn_ids == [1, 4]
+    assert run.opens == [[], []]
+
+
+class _Collect(worker.Output):
+    def __init__(self):
+        self.exchanges = []
+
+    def exchange(self, ex, first_ts, capture):
+        self.exchanges.append(ex)
+
+
+def test_a_decoder_forgets_a_connection_once_its_last_record_is_complete():
+    """A decoder maps its connections' local ids to the global ids the reader gives; the
+    map keeps only the connections whose records are not all complete (it kept every
+    connection of the capture). Records after a connection's summary in its last packet (the
+    connection_evicted issue) still get the global id."""
+    from kafkasniff.parallel.wire import Control
+    from kafkasniff.pipeline import Pipeline
+    from tests.test_pipeline import waiting_connections
+
+    pipe = Pipeline(engine.decoder_options(PipelineOptions(max_connections=20), 2))
+    out = _Collect()
+    dec = worker._Decoder(0, pipe, out, None, None, None)
+    for idx, pkt in enumerate(waiting_connections(60)):
+        recs = pipe.feed(pkt)
+        if recs:
+            dec.hold(recs, idx, 0)
+    dec.control(Control(idx, conn_ids=list(range(100, 160))))
+    assert len(pipe.connections) == 20 and len(dec.gids) == 20      # the 40 evicted: gone
+    assert sorted(dec.gids.values()) == list(range(140, 160))
+    assert sorted(e.conn_id for e in out.exchanges) == list(range(100, 140))
+    evicted = [item[1] for _, item in dec.items if item[1].kind == "connection_evicted"]
+    assert sorted(i.connection_id for i in evicted) == list(range(100, 140))
+    dec.hold(pipe.finish(), engine.END_INDEX, 0)
+    dec.control(Control(engine.END_INDEX))
+    assert dec.gids == {} and len(out.exchanges) == 60
+
+
+def test_a_decoder_far_ahead_of_the_others_waits_and_the_output_is_the_same(monkeypatch):
+    """A decoder holding ``HOLD_MAX`` records waits for the others before taking more
+    batches (its held records were bounded only by its queue's bytes: 33,000 records from
+    small packets in a capture of a million connections); the output does not change."""
+    pcap = CAPTURES / "broker_failover.pcap"
+    one = _run(["read", "--json", "-q", "--jobs", "1", str(pcap)])
+    monkeypatch.setattr(worker, "HOLD_MAX", 2)      # inherited by the forked decoders
+    two = _run(["read", "--json", "-q", "--jobs", "2", str(pcap)])
+    assert one == two and one[1].count("\n") > 100
