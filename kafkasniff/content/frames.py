@@ -164,12 +164,12 @@ class ContentDecoder:
         self.defs = defs
         self.decoder = BodyDecoder(defs)
         self.summarizer = Summarizer(defs, registry)
-        self.embedded = EmbeddedDecoder(defs)
         self.locator = RecordsLocator()
         self.with_records = with_records
         self.max_uncompressed_bytes = max_uncompressed_bytes
         self.show_secrets = show_secrets
         self.meter = BudgetMeter(budgets)
+        self.embedded = EmbeddedDecoder(defs, meter=self.meter)
         self._candidates: list = []
         # orphan payload bytes after the correlation_id -> the layouts that fit them
         self._orphan_fits: dict[bytes, dict] = {}

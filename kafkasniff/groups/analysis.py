@@ -63,6 +63,7 @@ from kafkasniff.groups.model import (
     Rebalance,
 )
 from kafkasniff.content.budgets import Budgets
+from kafkasniff.content.embedded import CUT_KEY
 from kafkasniff.issues import IssueKind, Severity
 from kafkasniff.model import DecodeIssue, Exchange, TopicName
 from kafkasniff.protocol.apis import (
@@ -144,8 +145,8 @@ _MEMBER_LISTS = frozenset({"members", "assignments"})
 #: longer than this are kept as ``_RAW`` tuples of their size and first bytes
 _RAW_KEEP = 256
 _RAW = "raw"
-#: the key a cut body's dict gets beside a list of partitions it cut: how many were cut
-CUT_KEY = "_partitions_cut"
+# CUT_KEY: the key a cut body's dict gets beside a list of partitions it cut (how many);
+# the consumer-protocol decode cuts with the same key (content.embedded)
 
 
 def _cut_of(topics) -> int:
@@ -160,18 +161,25 @@ class _Cutter:
     member lists at most ``members`` entries, raw bytes longer than :data:`_RAW_KEEP`
     their size and first bytes."""
 
-    __slots__ = ("partitions_left", "members", "partitions_cut", "members_cut")
+    __slots__ = ("partitions_left", "members", "partitions_cut", "members_cut",
+                 "decode_cut")
 
     def __init__(self, partitions: int, members: int) -> None:
         self.partitions_left = partitions
         self.members = members
         self.partitions_cut = 0
         self.members_cut = 0
+        #: partitions the consumer-protocol decode had already cut to the same budget
+        #: (:data:`CUT_KEY` in the bodies as they came)
+        self.decode_cut = 0
 
     def cut(self, v, key: str = ""):
         t = type(v)
         if t is dict:
             out = None
+            pre = v.get(CUT_KEY)
+            if pre:
+                self.decode_cut += pre
             for k, x in v.items():
                 tx = type(x)
                 if tx is not dict and tx is not list and tx is not bytes:
@@ -630,14 +638,16 @@ class GroupAnalyzer:
 
     def _cut_bodies(self, ts_ns: int, req: dict, rsp: dict | None) -> tuple[dict, dict | None]:
         """The request and answer bodies cut to the budgets (the same objects when nothing
-        was cut); what was cut is counted in :attr:`cut`."""
+        was cut); what was cut, here or already by the consumer-protocol decode
+        (:data:`CUT_KEY`), is counted in :attr:`cut`."""
         cutter = _Cutter(self.max_partitions, self.max_members)
         req = cutter.cut(req)
         if rsp is not None:
             cutter.partitions_left = self.max_partitions       # each body its own budget
             rsp = cutter.cut(rsp)
         gid = _str(req.get("group_id")) or ""
-        for name, n in (("group_assignment_partitions", cutter.partitions_cut),
+        for name, n in (("group_assignment_partitions",
+                         cutter.partitions_cut + cutter.decode_cut),
                         ("group_members", cutter.members_cut)):
             if n:
                 c = self.cut.get(name)
@@ -1208,9 +1218,10 @@ class GroupAnalyzer:
             return
         self._issues.append(DecodeIssue(
             IssueKind.SPEC_DEPARTURE, Severity.WARNING,
-            f"group {g.group_id!r}, member {mid!r}: the SyncGroup answer's assignment does "
-            f"not decode as ConsumerProtocolAssignment ({claimed_assignment(raw)}); the "
-            f"member's assignment is shown as unknown (-), not as empty",
+            f"group {g.group_id!r}, member {mid!r}: the SyncGroup answer's assignment was "
+            f"not decoded as ConsumerProtocolAssignment ({claimed_assignment(raw)}: bytes "
+            f"that do not decode, or more partitions than the group_assignment_partitions "
+            f"budget); the member's assignment is shown as unknown (-), not as empty",
             ev.rsp_ts_ns or ev.ts_ns, ev.conn_id, ev.client, ev.broker, "response",
             field_path="assignment", correlation_id=ev.correlation_id, api_key=ev.api_key))
 

@@ -295,3 +295,73 @@ def test_content_decoder_adds_embedded_topics_to_the_summary():
     assert d.body["protocols"][0]["metadata"]["topics"] == ["orders", "payments"]
     s = content.summarize(JOIN_GROUP, d, None)
     assert s.topics == ("orders", "payments") and s.wire_topics == ("orders", "payments")
+
+
+# --------------------------------------------------------------------------- budget
+
+def _metered(limit: int):
+    from kafkasniff.content.budgets import BudgetMeter, Budgets
+
+    meter = BudgetMeter(Budgets(group_assignment_partitions=limit))
+    return EmbeddedDecoder(DEFS, meter=meter), meter
+
+
+def test_partitions_beyond_the_budget_are_never_decoded_and_reported_once():
+    """Issue 45 item 2: the partitions decoded per body are bounded by the
+    group_assignment_partitions budget. The first ones are decoded (topic by topic), each
+    cut topic says how many it lost, the bytes of the rest never become ints; the first cut
+    of the capture is one budget_exhausted issue, later ones are counted."""
+    from kafkasniff.content.embedded import CUT_KEY, claimed_partitions
+
+    big = assignment(1, [("a", range(30)), ("b", range(50)), ("c", range(5))],
+                     user_data=b"ud")
+    assert claimed_partitions(ASSIGNMENT, big) == 85
+    emb, meter = _metered(40)
+    req = sync_request("g1", 5, [big, ASSIGN], protocol_type="consumer",
+                       protocol_name="range")
+    [issue] = emb.apply(SYNC_GROUP, False, req)
+    assert issue.kind == IssueKind.BUDGET_EXHAUSTED
+    assert "group_assignment_partitions (40 per frame)" in issue.message
+    assert "claiming 85 partitions" in issue.message and "--budget" in issue.message
+    got = req["assignments"][0]["assignment"]
+    assert [(tp["topic"], tp["partitions"], tp.get(CUT_KEY)) for tp in
+            got["assigned_partitions"]] == [("a", list(range(30)), None),
+                                           ("b", list(range(10)), 40), ("c", [], 5)]
+    assert got["user_data"] == b"ud"                         # what follows the array kept
+    # the budget is per body: the second assignment of this one has no room left
+    second = req["assignments"][1]["assignment"]
+    assert sum(len(tp["partitions"]) for tp in second["assigned_partitions"]) == 0
+    assert meter.skipped["group_assignment_partitions"] == 2
+    # the next body has its own budget; a cut there is counted, not reported again
+    resp = sync_response(big)
+    assert emb.apply(SYNC_GROUP, True, resp, request_body=req) == []
+    assert sum(len(tp["partitions"]) for tp in resp["assignment"]["assigned_partitions"]) == 40
+    assert meter.skipped["group_assignment_partitions"] == 3
+
+
+def test_owned_partitions_of_a_subscription_are_cut_alike():
+    from kafkasniff.content.embedded import CUT_KEY
+
+    sub = subscription(3, ["t"], owned=[("t", range(100))], user_data=b"u",
+                       generation_id=7, rack_id="r1")
+    emb, _ = _metered(10)
+    req = join_request("g1", "consumer", [sub])
+    [issue] = emb.apply(JOIN_GROUP, False, req)
+    got = req["protocols"][0]["metadata"]
+    assert got["owned_partitions"] == [{"topic": "t", "partitions": list(range(10)),
+                                        CUT_KEY: 90}]
+    assert (got["generation_id"], got["rack_id"], got["user_data"]) == (7, "r1", b"u")
+
+
+def test_a_crafted_count_beyond_the_bytes_is_kept_raw_not_decoded():
+    """A count of 2^31-1 with the bytes of 300 ints: never decoded (nor cut: the rest of
+    the layout is not there), kept raw with the budget's issue."""
+    data = i16(0) + (1).to_bytes(4, "big") + i16(1) + b"t" + (2**31 - 1).to_bytes(4, "big") + \
+        b"\x00\x00\x00\x01" * 300
+    emb, meter = _metered(100)
+    resp = sync_response(data)
+    [issue] = emb.apply(SYNC_GROUP, True, resp,
+                        request_body=sync_request("g1", 5, [], protocol_type="consumer",
+                                                     protocol_name="range"))
+    assert issue.kind == IssueKind.BUDGET_EXHAUSTED and "kept raw" in issue.message
+    assert resp["assignment"] == data
