@@ -37,8 +37,9 @@ from typing import Callable
 from kafkasniff.protocol.plans import FieldPlan, StructPlan
 from kafkasniff.protocol.primitives import ZERO_UUID
 
-#: field names of a partition index (int32) in Kafka's specs
-PARTITION_KEYS = ("partition_index", "index", "partition")
+#: field names of a partition index (int32) in Kafka's specs (``partition_id``: the
+#: ElectLeaders answer's ``PartitionId``)
+PARTITION_KEYS = ("partition_index", "index", "partition", "partition_id")
 #: the tag of the callback made on entering a partition struct (``partition_structs=True``)
 PARTITION = "__partition__"
 

@@ -475,10 +475,6 @@ class Aggregates:
 
         def visit(tag, key, v, struct, node, topic, topic_id, partition, path):
             if v:
-                if partition is None:
-                    # ElectLeaders answers name it PartitionId, which the walker's partition
-                    # context (partition_index, index, partition) does not know
-                    partition = struct.get("partition_id")
                 if topic is None and topic_id:
                     topic = resolve(topic_id)
                 if topic is not None:

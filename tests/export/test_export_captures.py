@@ -128,6 +128,19 @@ def test_connection_keys_use_the_first_packet(exported):
         assert first[r["connection_key"]] <= r["ts_ns"]
 
 
+def test_elect_leaders_partitions_are_rows(exported):
+    """The ElectLeaders answer names its partitions PartitionId: each is a partitions row
+    with its error (the walker knew partition_index, index and partition only, so the
+    answer gave no row and the TUI's Topics view showed p?; issue 45 item 8)."""
+    pcap = next(p for p in ALL_CAPTURES if p.stem == "broker_failover")
+    rows = [r for r in read_parquet(exported(pcap), "partitions").to_pylist()
+            if r["api_name"] == "ElectLeaders"]
+    assert sorted((r["topic"], r["partition"], r["error_name"], r["in_response"])
+                  for r in rows) == [("failover-topic", 0, "NONE", True),
+                                     ("failover-topic", 1, "ELECTION_NOT_NEEDED", True),
+                                     ("failover-topic", 2, "ELECTION_NOT_NEEDED", True)]
+
+
 @pytest.mark.parametrize("pcap", ALL_CAPTURES, ids=IDS)
 def test_jsonl_equals_parquet(pcap, exported):
     pq_out = exported(pcap)
