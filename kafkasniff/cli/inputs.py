@@ -12,6 +12,8 @@ from typing import NoReturn
 
 import click
 
+from kafkasniff.content.budgets import budget_names, parse_budgets
+
 
 @dataclass
 class InputOptions:
@@ -44,7 +46,6 @@ class InputOptions:
 
 def _store_budgets(ctx: click.Context, _param, specs: tuple[str, ...]):
     if specs:
-        from kafkasniff.content.budgets import parse_budgets
         from kafkasniff.errors import KafkaSniffError
 
         try:
@@ -58,9 +59,7 @@ budget_option = click.option(
     "--budget", "budget_specs", multiple=True, metavar="NAME=VALUE", expose_value=False,
     callback=_store_budgets,
     help="Change a work/memory budget (repeatable; K/M/G suffixes, 0 = unbounded): "
-         "frame_uncompressed_bytes, capture_uncompressed_bytes, capture_uncompressed_ratio, "
-         "frame_records, capture_records, frame_issues, capture_issues, pending_bytes "
-         "(docs/budgets.md).")
+         f"{', '.join(budget_names())} (docs/budgets.md).")
 
 
 def _store_keylogs(ctx: click.Context, _param, paths: tuple[str, ...]):

@@ -43,7 +43,7 @@ from dataclasses import dataclass, fields, replace
 
 from kafkasniff.errors import KafkaSniffError
 
-__all__ = ["Budgets", "BudgetMeter", "parse_budgets", "UNBOUNDED"]
+__all__ = ["Budgets", "BudgetMeter", "budget_names", "parse_budgets", "UNBOUNDED"]
 
 #: what a budget of 0 (unbounded) means in arithmetic
 UNBOUNDED = 1 << 62
@@ -73,12 +73,17 @@ class Budgets:
         return v if v > 0 else UNBOUNDED
 
 
+def budget_names() -> tuple[str, ...]:
+    """The names ``--budget NAME=VALUE`` takes, in the order of :class:`Budgets`."""
+    return tuple(f.name for f in fields(Budgets))
+
+
 def parse_budgets(specs: tuple[str, ...] | list[str], base: Budgets | None = None) -> Budgets:
     """``["frame_records=10000", "pending_bytes=64M"]`` -> :class:`Budgets`.
 
     Raises :class:`kafkasniff.errors.KafkaSniffError` for an unknown name or a bad value.
     """
-    names = {f.name for f in fields(Budgets)}
+    names = set(budget_names())
     changes: dict[str, int] = {}
     for spec in specs:
         name, sep, text = spec.partition("=")

@@ -31,3 +31,13 @@ def test_unbounded_budget_has_no_issue():
 def test_bad_budget_is_a_usage_error():
     res = CliRunner().invoke(main, ["read", "--budget", "frame_records=lots", PER_FRAME])
     assert res.exit_code == 2 and "frame_records=lots" in res.output
+
+
+def test_help_names_every_budget():
+    """--budget's help lists every budget (it was a hand-kept list that missed the group
+    budgets of issue 45)."""
+    from kafkasniff.content.budgets import budget_names
+
+    out = " ".join(CliRunner().invoke(main, ["read", "--help"], terminal_width=200).output.split())
+    for name in budget_names():
+        assert name in out, name
